@@ -1,0 +1,42 @@
+//! `tollgate`: the command-line front end.
+//!
+//! Today: `tollgate cca list` (every congestion-control algorithm with its
+//! parameters and defaults) and `tollgate cca trace` (congestion windows over
+//! a scripted scenario, printed and written as CSV). The emulator (`sim`),
+//! load generator (`load`/`serve`), testbed runner and reports join here as
+//! their issues land.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cca_cmd;
+
+/// Tollgate: run, measure and fix congestion-control unfairness.
+#[derive(Debug, Parser)]
+#[command(name = "tollgate", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Congestion-control algorithms: list them, trace their windows.
+    #[command(subcommand)]
+    Cca(cca_cmd::CcaCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Cca(command) => cca_cmd::run(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

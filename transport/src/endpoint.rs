@@ -1,0 +1,833 @@
+//! The sans-IO core: one [`Endpoint`] owns a quinn-proto endpoint and all its
+//! connections. It never reads a clock and never touches a socket; a driver
+//! feeds it datagrams and time and takes datagrams out:
+//!
+//! ```text
+//! loop {
+//!     while let Some(t) = ep.poll_transmit(now, &mut buf) { send(&buf[..t.size], t.destination, t.tos()) }
+//!     wait until a datagram arrives or ep.poll_timeout() passes
+//!     ep.handle_datagram(now, from, tos, &data)   // for each datagram
+//!     ep.handle_timeout(now)
+//!     while let Some(ev) = ep.poll_event() { app reacts: ep.read / ep.write / ep.close … }
+//! }
+//! ```
+//!
+//! The mio driver ([`crate::driver`]) uses the real monotonic clock; the
+//! emulator uses virtual `Instant`s (a fixed base plus a virtual offset). Both
+//! only ever move `now` forward.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn_proto::{
+    AckFrequencyConfig, ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir,
+    EcnCodepoint, EndpointConfig, ServerConfig, Side, StreamEvent, StreamId, TransportConfig,
+    VarInt,
+};
+use tracing::Span;
+
+use crate::adapter::CcaHandle;
+use crate::pacing::RatePacer;
+use crate::stats::{ConnReport, EndpointStats, Recorder};
+
+/// Bound on queued stateless responses.
+const MAX_RESPONSES: usize = 1024;
+/// Bound on queued application events.
+const MAX_EVENTS: usize = 1 << 16;
+
+/// When to ask the peer for an ACK per packet (ACK-frequency extension).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PromptAcks {
+    /// Only for algorithms that need per-packet timing (Libra's CapProbe).
+    #[default]
+    Auto,
+    /// Always request an immediate ACK for every ack-eliciting packet.
+    Always,
+    /// Never (the peer's default: one ACK per two packets or `max_ack_delay`).
+    Never,
+}
+
+/// Per-connection settings.
+#[derive(Clone, Debug)]
+pub struct ConnectionOptions {
+    /// Congestion control, as a `tollgate-cca` registry spec (`"cubic"`, `"taxed(cubic, tau=0.02)"`).
+    pub cca: String,
+    /// Put the CCA's variant id in the DSCP field of every outgoing datagram.
+    pub mark_dscp: bool,
+    /// Interval of the statistics time series.
+    pub stats_interval: Duration,
+    /// Per-packet ACK policy.
+    pub prompt_acks: PromptAcks,
+    /// Flow-control window per stream and per connection (bytes); also the send buffer.
+    pub window: u32,
+    /// Idle timeout.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        ConnectionOptions {
+            cca: "newreno".into(),
+            mark_dscp: false,
+            stats_interval: Duration::from_millis(100),
+            prompt_acks: PromptAcks::Auto,
+            window: 16 << 20,
+            idle_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ConnectionOptions {
+    /// Options with congestion control `spec`.
+    pub fn with_cca(spec: &str) -> Self {
+        ConnectionOptions {
+            cca: spec.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Whether prompt ACKs are requested for this connection.
+    pub fn wants_prompt_acks(&self) -> bool {
+        match self.prompt_acks {
+            PromptAcks::Always => true,
+            PromptAcks::Never => false,
+            PromptAcks::Auto => self.cca.contains("libra"),
+        }
+    }
+
+    fn transport(&self, cca: &CcaHandle) -> Arc<TransportConfig> {
+        let mut t = TransportConfig::default();
+        t.congestion_controller_factory(cca.factory());
+        let window = VarInt::from_u32(self.window);
+        t.stream_receive_window(window)
+            .receive_window(window)
+            .send_window(u64::from(self.window));
+        t.max_idle_timeout(self.idle_timeout.try_into().ok());
+        if self.wants_prompt_acks() {
+            let mut af = AckFrequencyConfig::default();
+            af.ack_eliciting_threshold(VarInt::from_u32(0));
+            t.ack_frequency_config(Some(af));
+        }
+        Arc::new(t)
+    }
+}
+
+/// Endpoint-wide settings.
+#[derive(Clone, Debug)]
+pub struct EndpointOptions {
+    /// Most connections held at once; further incoming ones are refused.
+    pub max_connections: usize,
+    /// Datagrams quinn-proto may put in one transmit (GSO batch); 1 disables batching.
+    pub max_gso_segments: usize,
+    /// Allow path-MTU discovery (the driver must set don't-fragment).
+    pub allow_mtud: bool,
+    /// Seed for quinn-proto's RNG (connection ids, tokens); `None` uses the OS.
+    pub rng_seed: Option<[u8; 32]>,
+}
+
+impl Default for EndpointOptions {
+    fn default() -> Self {
+        EndpointOptions {
+            max_connections: 4096,
+            max_gso_segments: 1,
+            allow_mtud: true,
+            rng_seed: None,
+        }
+    }
+}
+
+/// A datagram (or GSO batch) to send; its bytes are the first `size` bytes of
+/// the buffer passed to [`Endpoint::poll_transmit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// Bytes written into the buffer.
+    pub size: usize,
+    /// With GSO: the size of each datagram but the last.
+    pub segment_size: Option<usize>,
+    /// ECN codepoint.
+    pub ecn: Option<EcnCodepoint>,
+    /// DSCP codepoint (0 when unmarked).
+    pub dscp: u8,
+}
+
+impl Transmit {
+    /// The IPv4 TOS / IPv6 traffic-class byte: DSCP in the upper six bits, ECN below.
+    pub fn tos(&self) -> u8 {
+        (self.dscp << 2) | self.ecn.map_or(0, |e| e as u8)
+    }
+}
+
+/// Why a connection closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// We closed it with [`Endpoint::close`].
+    Local,
+    /// The peer's application closed it.
+    Application {
+        /// Application error code (0 = clean).
+        code: u64,
+        /// Reason phrase.
+        reason: Vec<u8>,
+    },
+    /// The idle timeout expired.
+    TimedOut,
+    /// Anything else (transport error, reset, version mismatch…).
+    Other(String),
+}
+
+impl From<ConnectionError> for CloseReason {
+    fn from(e: ConnectionError) -> Self {
+        match e {
+            ConnectionError::LocallyClosed => CloseReason::Local,
+            ConnectionError::ApplicationClosed(c) => CloseReason::Application {
+                code: c.error_code.into_inner(),
+                reason: c.reason.to_vec(),
+            },
+            ConnectionError::TimedOut => CloseReason::TimedOut,
+            other => CloseReason::Other(other.to_string()),
+        }
+    }
+}
+
+/// What happened, for the application.
+#[derive(Debug)]
+pub enum Event {
+    /// A server accepted an incoming connection (its handshake is under way).
+    Accepted(ConnectionHandle),
+    /// The handshake completed.
+    Connected(ConnectionHandle),
+    /// The peer opened a stream.
+    StreamOpened(ConnectionHandle, StreamId),
+    /// A stream has data (or its end) to read.
+    Readable(ConnectionHandle, StreamId),
+    /// A stream that was blocked by flow or congestion control can take more data.
+    Writable(ConnectionHandle, StreamId),
+    /// All data of a finished stream was acknowledged.
+    StreamAcked(ConnectionHandle, StreamId),
+    /// The peer asked us to stop sending on a stream.
+    StreamStopped(ConnectionHandle, StreamId, u64),
+    /// The connection closed (it lingers for the draining period).
+    Closed(ConnectionHandle, CloseReason),
+    /// The connection is gone; its final statistics.
+    Drained(Box<ConnReport>),
+}
+
+/// An error from an application call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamError {
+    /// No such connection.
+    UnknownConnection,
+    /// The stream is closed or does not exist.
+    ClosedStream,
+    /// The peer stopped the stream with this code.
+    Stopped(u64),
+    /// The peer reset the stream with this code.
+    Reset(u64),
+    /// The connection is lost.
+    ConnectionLost,
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+/// An error from [`Endpoint::connect`].
+#[derive(Debug)]
+pub enum ConnectError {
+    /// [`Endpoint::set_client`] was not called.
+    NoClientConfig,
+    /// The CCA spec is invalid.
+    Cca(tollgate_cca::SpecError),
+    /// quinn-proto refused.
+    Quic(quinn_proto::ConnectError),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::NoClientConfig => f.write_str("endpoint has no client configuration"),
+            ConnectError::Cca(e) => write!(f, "{e}"),
+            ConnectError::Quic(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+/// Result of one [`Endpoint::read`] call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStatus {
+    /// Bytes handed to the callback.
+    pub bytes: usize,
+    /// The stream's end was reached; no more data will come.
+    pub finished: bool,
+}
+
+struct Conn {
+    proto: quinn_proto::Connection,
+    cca: CcaHandle,
+    dscp: u8,
+    pacer: RatePacer,
+    pacing_wait: Option<Instant>,
+    created: Instant,
+    rec: Recorder,
+    span: Span,
+    closed: bool,
+}
+
+/// The sans-IO endpoint: quinn-proto plus Tollgate's CCAs, marking, pacing and stats.
+pub struct Endpoint {
+    proto: quinn_proto::Endpoint,
+    options: EndpointOptions,
+    conns: HashMap<ConnectionHandle, Conn>,
+    order: Vec<ConnectionHandle>,
+    next_rr: usize,
+    server: Option<(ServerConfig, ConnectionOptions)>,
+    client: Option<Arc<QuicClientConfig>>,
+    responses: VecDeque<(quinn_proto::Transmit, Vec<u8>)>,
+    events: VecDeque<Event>,
+    stats: EndpointStats,
+    scratch: Vec<u8>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("connections", &self.conns.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// A new endpoint with neither role configured.
+    pub fn new(options: EndpointOptions) -> Self {
+        let mut cfg = EndpointConfig::default();
+        cfg.rng_seed(options.rng_seed);
+        let proto = quinn_proto::Endpoint::new(Arc::new(cfg), None, options.allow_mtud, None);
+        Endpoint {
+            proto,
+            options,
+            conns: HashMap::new(),
+            order: Vec::new(),
+            next_rr: 0,
+            server: None,
+            client: None,
+            responses: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: EndpointStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Accept incoming connections with `crypto`; each gets `defaults`
+    /// (CCA, marking, …). Fails if `defaults.cca` is not a valid spec.
+    pub fn set_server(
+        &mut self,
+        crypto: Arc<QuicServerConfig>,
+        defaults: ConnectionOptions,
+    ) -> Result<(), tollgate_cca::SpecError> {
+        CcaHandle::new(&defaults.cca)?;
+        let cfg = ServerConfig::with_crypto(crypto);
+        self.proto.set_server_config(Some(Arc::new(cfg.clone())));
+        self.server = Some((cfg, defaults));
+        Ok(())
+    }
+
+    /// Allow outgoing connections with `crypto`.
+    pub fn set_client(&mut self, crypto: Arc<QuicClientConfig>) {
+        self.client = Some(crypto);
+    }
+
+    /// Start a connection to `remote`, verifying the certificate for `server_name`.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        server_name: &str,
+        options: ConnectionOptions,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let crypto = self.client.clone().ok_or(ConnectError::NoClientConfig)?;
+        let cca = CcaHandle::new(&options.cca).map_err(ConnectError::Cca)?;
+        let mut cfg = ClientConfig::new(crypto);
+        cfg.transport_config(options.transport(&cca));
+        let (ch, conn) = self
+            .proto
+            .connect(now, cfg, remote, server_name)
+            .map_err(ConnectError::Quic)?;
+        self.insert(now, ch, conn, cca, &options, Side::Client);
+        Ok(ch)
+    }
+
+    fn insert(
+        &mut self,
+        now: Instant,
+        ch: ConnectionHandle,
+        proto: quinn_proto::Connection,
+        cca: CcaHandle,
+        options: &ConnectionOptions,
+        side: Side,
+    ) {
+        let dscp = if options.mark_dscp {
+            cca.variant().dscp()
+        } else {
+            0
+        };
+        let span = tracing::info_span!(
+            "quic_conn",
+            conn = ch.0,
+            ?side,
+            cca = %options.cca,
+            remote = %proto.remote_address()
+        );
+        tracing::info!(parent: &span, dscp, prompt_acks = options.wants_prompt_acks(), "connection created");
+        self.conns.insert(
+            ch,
+            Conn {
+                proto,
+                cca,
+                dscp,
+                pacer: RatePacer::default(),
+                pacing_wait: None,
+                created: now,
+                rec: Recorder::new(options.stats_interval),
+                span,
+                closed: false,
+            },
+        );
+        self.order.push(ch);
+    }
+
+    /// Feed one received datagram. `tos` is the IP TOS / traffic-class byte if
+    /// the driver has it (ECN and the peer's DSCP are taken from it).
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        tos: Option<u8>,
+        data: &[u8],
+    ) {
+        self.stats.datagrams_in += 1;
+        let ecn = tos.and_then(|t| EcnCodepoint::from_bits(t & 0b11));
+        let event = self.proto.handle(
+            now,
+            from,
+            None,
+            ecn,
+            BytesMut::from(data),
+            &mut self.scratch,
+        );
+        match event {
+            None => self.stats.datagrams_dropped += 1,
+            Some(DatagramEvent::Response(t)) => self.queue_response(t),
+            Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                if let Some(conn) = self.conns.get_mut(&ch) {
+                    conn.rec.peer_dscp[usize::from(tos.unwrap_or(0) >> 2)] += 1;
+                    conn.proto.handle_event(ev);
+                    self.process(now, ch);
+                }
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                let server = self
+                    .server
+                    .as_ref()
+                    .filter(|_| self.conns.len() < self.options.max_connections);
+                let Some((base, defaults)) = server else {
+                    self.stats.refused += 1;
+                    let t = self.proto.refuse(incoming, &mut self.scratch);
+                    self.queue_response(t);
+                    return;
+                };
+                let defaults = defaults.clone();
+                // Validated by set_server, so this only fails on a race with a
+                // registry change; refuse rather than panic.
+                let Ok(cca) = CcaHandle::new(&defaults.cca) else {
+                    self.stats.refused += 1;
+                    let t = self.proto.refuse(incoming, &mut self.scratch);
+                    self.queue_response(t);
+                    return;
+                };
+                let mut cfg = base.clone();
+                cfg.transport_config(defaults.transport(&cca));
+                match self
+                    .proto
+                    .accept(incoming, now, &mut self.scratch, Some(Arc::new(cfg)))
+                {
+                    Ok((ch, conn)) => {
+                        self.stats.accepted += 1;
+                        self.insert(now, ch, conn, cca, &defaults, Side::Server);
+                        self.push_event(Event::Accepted(ch));
+                        if let Some(c) = self.conns.get_mut(&ch) {
+                            c.rec.peer_dscp[usize::from(tos.unwrap_or(0) >> 2)] += 1;
+                        }
+                        self.process(now, ch);
+                    }
+                    Err(e) => {
+                        self.stats.accept_failed += 1;
+                        tracing::debug!(cause = %e.cause, "incoming connection failed");
+                        if let Some(t) = e.response {
+                            self.queue_response(t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn queue_response(&mut self, t: quinn_proto::Transmit) {
+        if self.responses.len() >= MAX_RESPONSES {
+            self.stats.responses_dropped += 1;
+            return;
+        }
+        let bytes = self.scratch[..t.size].to_vec();
+        self.responses.push_back((t, bytes));
+    }
+
+    fn push_event(&mut self, ev: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.stats.events_dropped += 1;
+        } else {
+            self.events.push_back(ev);
+        }
+    }
+
+    /// Exchange endpoint events, collect application events, drop drained connections.
+    fn process(&mut self, now: Instant, ch: ConnectionHandle) {
+        let Some(conn) = self.conns.get_mut(&ch) else {
+            return;
+        };
+        while let Some(ev) = conn.proto.poll_endpoint_events() {
+            if let Some(back) = self.proto.handle_event(ch, ev) {
+                conn.proto.handle_event(back);
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(ev) = conn.proto.poll() {
+            match ev {
+                quinn_proto::Event::Connected => {
+                    tracing::info!(parent: &conn.span, "connected");
+                    out.push(Event::Connected(ch));
+                }
+                quinn_proto::Event::ConnectionLost { reason } => {
+                    tracing::info!(parent: &conn.span, %reason, "connection closed");
+                    conn.closed = true;
+                    out.push(Event::Closed(ch, reason.into()));
+                }
+                quinn_proto::Event::Stream(StreamEvent::Opened { dir }) => {
+                    while let Some(id) = conn.proto.streams().accept(dir) {
+                        out.push(Event::StreamOpened(ch, id));
+                    }
+                }
+                quinn_proto::Event::Stream(StreamEvent::Readable { id }) => {
+                    out.push(Event::Readable(ch, id))
+                }
+                quinn_proto::Event::Stream(StreamEvent::Writable { id }) => {
+                    out.push(Event::Writable(ch, id))
+                }
+                quinn_proto::Event::Stream(StreamEvent::Finished { id }) => {
+                    out.push(Event::StreamAcked(ch, id))
+                }
+                quinn_proto::Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                    out.push(Event::StreamStopped(ch, id, error_code.into_inner()))
+                }
+                _ => {}
+            }
+        }
+        let drained = conn.proto.is_drained();
+        for ev in out {
+            self.push_event(ev);
+        }
+        if drained {
+            let report = self.report(now, ch).expect("connection exists");
+            if let Some(conn) = self.conns.remove(&ch) {
+                tracing::info!(parent: &conn.span, "connection drained");
+            }
+            self.order.retain(|c| *c != ch);
+            self.push_event(Event::Drained(Box::new(report)));
+        }
+    }
+
+    /// The next datagram to send, written into `buf`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if let Some((t, bytes)) = self.responses.pop_front() {
+            buf.clear();
+            buf.extend_from_slice(&bytes);
+            self.stats.responses += 1;
+            self.stats.datagrams_out += 1;
+            return Some(Transmit {
+                destination: t.destination,
+                size: t.size,
+                segment_size: t.segment_size,
+                ecn: t.ecn,
+                dscp: 0,
+            });
+        }
+        let n = self.order.len();
+        for i in 0..n {
+            let idx = (self.next_rr + i) % n;
+            let ch = self.order[idx];
+            let Some(conn) = self.conns.get_mut(&ch) else {
+                continue;
+            };
+            let mtu = u64::from(conn.proto.current_mtu());
+            let rate = conn.cca.pacing_rate();
+            let segments = match conn.pacer.check(now, rate, mtu) {
+                Ok(()) => {
+                    conn.pacing_wait = None;
+                    match rate {
+                        // Stay within the bucket when batching.
+                        Some(_) => 1,
+                        None => self.options.max_gso_segments.max(1),
+                    }
+                }
+                Err(at) => {
+                    conn.pacing_wait = Some(at);
+                    continue;
+                }
+            };
+            buf.clear();
+            if let Some(t) = conn.proto.poll_transmit(now, segments, buf) {
+                conn.pacer.on_sent(t.size);
+                self.next_rr = (idx + 1) % n;
+                self.stats.datagrams_out += 1;
+                let dscp = conn.dscp;
+                self.process(now, ch);
+                return Some(Transmit {
+                    destination: t.destination,
+                    size: t.size,
+                    segment_size: t.segment_size,
+                    ecn: t.ecn,
+                    dscp,
+                });
+            } else {
+                // Nothing to send: the bucket refills meanwhile, no pacing wake-up needed.
+                conn.pacing_wait = None;
+            }
+        }
+        None
+    }
+
+    /// The earliest instant at which [`handle_timeout`](Self::handle_timeout)
+    /// (or, for paced connections, [`poll_transmit`](Self::poll_transmit)) has work.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let mut earliest: Option<Instant> = None;
+        let mut consider = |t: Instant| {
+            earliest = Some(earliest.map_or(t, |e| e.min(t)));
+        };
+        for conn in self.conns.values_mut() {
+            if let Some(t) = conn.proto.poll_timeout() {
+                consider(t);
+            }
+            if let Some(t) = conn.pacing_wait {
+                consider(t);
+            }
+            if !conn.closed {
+                consider(conn.created + conn.rec.next_sample);
+            }
+        }
+        earliest
+    }
+
+    /// Advance timers to `now`: quinn-proto's loss, ACK and idle timers and
+    /// the statistics sampler.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let handles: Vec<ConnectionHandle> = self.order.clone();
+        for ch in handles {
+            let Some(conn) = self.conns.get_mut(&ch) else {
+                continue;
+            };
+            if conn.proto.poll_timeout().is_some_and(|t| t <= now) {
+                conn.proto.handle_timeout(now);
+            }
+            let age = now.saturating_duration_since(conn.created);
+            if !conn.closed && age >= conn.rec.next_sample {
+                let snap = conn.cca.snapshot();
+                let qs = conn.proto.stats();
+                let rtt = conn.proto.rtt();
+                conn.rec.sample(age, &snap, rtt, qs.path.lost_packets);
+            }
+            self.process(now, ch);
+        }
+    }
+
+    /// The next application event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn conn(&mut self, ch: ConnectionHandle) -> Result<&mut Conn, StreamError> {
+        self.conns
+            .get_mut(&ch)
+            .ok_or(StreamError::UnknownConnection)
+    }
+
+    /// Open a stream (`None` when the peer's stream limit is reached).
+    pub fn open(
+        &mut self,
+        ch: ConnectionHandle,
+        dir: Dir,
+    ) -> Result<Option<StreamId>, StreamError> {
+        Ok(self.conn(ch)?.proto.streams().open(dir))
+    }
+
+    /// Write as much of `data` as flow and congestion control allow; `Ok(0)`
+    /// means blocked (an [`Event::Writable`] follows when space frees up).
+    pub fn write(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        data: &[u8],
+    ) -> Result<usize, StreamError> {
+        let conn = self.conn(ch)?;
+        match conn.proto.send_stream(stream).write(data) {
+            Ok(n) => {
+                conn.rec.app_tx += n as u64;
+                Ok(n)
+            }
+            Err(quinn_proto::WriteError::Blocked) => Ok(0),
+            Err(quinn_proto::WriteError::Stopped(c)) => Err(StreamError::Stopped(c.into_inner())),
+            Err(quinn_proto::WriteError::ClosedStream) => Err(StreamError::ClosedStream),
+        }
+    }
+
+    /// Mark the end of a stream's data.
+    pub fn finish(&mut self, ch: ConnectionHandle, stream: StreamId) -> Result<(), StreamError> {
+        self.conn(ch)?
+            .proto
+            .send_stream(stream)
+            .finish()
+            .map_err(|e| match e {
+                quinn_proto::FinishError::Stopped(c) => StreamError::Stopped(c.into_inner()),
+                quinn_proto::FinishError::ClosedStream => StreamError::ClosedStream,
+            })
+    }
+
+    /// Read up to `max` bytes in order, handing each chunk with its stream
+    /// offset to `sink`.
+    pub fn read(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        max: usize,
+        mut sink: impl FnMut(u64, &[u8]),
+    ) -> Result<ReadStatus, StreamError> {
+        let conn = self.conn(ch)?;
+        let mut recv = conn.proto.recv_stream(stream);
+        let mut chunks = recv.read(true).map_err(|_| StreamError::ClosedStream)?;
+        let mut status = ReadStatus::default();
+        let mut error = None;
+        while status.bytes < max {
+            match chunks.next(max - status.bytes) {
+                Ok(Some(chunk)) => {
+                    sink(chunk.offset, &chunk.bytes);
+                    status.bytes += chunk.bytes.len();
+                }
+                Ok(None) => {
+                    status.finished = true;
+                    break;
+                }
+                Err(quinn_proto::ReadError::Blocked) => break,
+                Err(quinn_proto::ReadError::Reset(c)) => {
+                    error = Some(StreamError::Reset(c.into_inner()));
+                    break;
+                }
+            }
+        }
+        let _ = chunks.finalize();
+        conn.rec.app_rx += status.bytes as u64;
+        match error {
+            Some(e) => Err(e),
+            None => Ok(status),
+        }
+    }
+
+    /// Ask the peer to stop sending on `stream`.
+    pub fn stop(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        code: u32,
+    ) -> Result<(), StreamError> {
+        self.conn(ch)?
+            .proto
+            .recv_stream(stream)
+            .stop(VarInt::from_u32(code))
+            .map_err(|_| StreamError::ClosedStream)
+    }
+
+    /// Close a connection with an application error code (0 = clean).
+    pub fn close(&mut self, now: Instant, ch: ConnectionHandle, code: u32, reason: &[u8]) {
+        if let Some(conn) = self.conns.get_mut(&ch) {
+            tracing::info!(parent: &conn.span, code, "closing");
+            conn.proto.close(
+                now,
+                VarInt::from_u32(code),
+                bytes::Bytes::copy_from_slice(reason),
+            );
+            // quinn-proto reports no event for a local close; the app gets one anyway.
+            let first = !std::mem::replace(&mut conn.closed, true);
+            if first {
+                self.push_event(Event::Closed(ch, CloseReason::Local));
+            }
+            self.process(now, ch);
+        }
+    }
+
+    /// Statistics of a live connection as of `now`.
+    pub fn stats(&self, now: Instant, ch: ConnectionHandle) -> Option<ConnReport> {
+        self.report(now, ch)
+    }
+
+    fn report(&self, now: Instant, ch: ConnectionHandle) -> Option<ConnReport> {
+        let conn = self.conns.get(&ch)?;
+        Some(self.build_report(ch, conn, now.saturating_duration_since(conn.created)))
+    }
+
+    fn build_report(&self, ch: ConnectionHandle, conn: &Conn, age: Duration) -> ConnReport {
+        ConnReport {
+            handle: ch,
+            side: conn.proto.side(),
+            age,
+            dscp_marking: (conn.dscp != 0).then_some(conn.dscp),
+            app_rx_bytes: conn.rec.app_rx,
+            app_tx_bytes: conn.rec.app_tx,
+            samples: conn.rec.samples.clone(),
+            samples_dropped: conn.rec.samples_dropped,
+            rtt_us: conn.cca.rtt_histogram(),
+            cca: conn.cca.snapshot(),
+            quic: conn.proto.stats(),
+            peer_dscp: conn.rec.peer_dscp,
+        }
+    }
+
+    /// Endpoint-wide counters.
+    pub fn endpoint_stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    /// Live (not yet drained) connections.
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Whether any stateless response is queued.
+    pub fn has_pending_responses(&self) -> bool {
+        !self.responses.is_empty()
+    }
+
+    /// The remote address of a connection.
+    pub fn remote_address(&self, ch: ConnectionHandle) -> Option<SocketAddr> {
+        self.conns.get(&ch).map(|c| c.proto.remote_address())
+    }
+}

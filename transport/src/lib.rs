@@ -1,0 +1,86 @@
+//! # tollgate-transport
+//!
+//! The QUIC transport applications link: quinn-proto's state machine with
+//! Tollgate's congestion controllers, DSCP variant marking, CCA pacing and
+//! per-connection statistics, in layers:
+//!
+//! | module | role |
+//! |---|---|
+//! | [`adapter`] | any `tollgate-cca` algorithm as quinn-proto's `congestion::Controller` |
+//! | [`endpoint`] | **sans-IO core**: datagrams and explicit `now` in, datagrams and timeouts out |
+//! | [`pacing`] | token bucket honouring a CCA's own pacing rate |
+//! | [`stats`] | goodput/cwnd/RTT time series, RTT histogram, endpoint counters |
+//! | [`bulk`] | bulk-transfer protocol and the client/server apps |
+//! | [`udp`] | `sendmsg`/`recvmsg` with per-datagram TOS (DSCP + ECN) and GSO |
+//! | [`driver`] | the mio event loop: one thread, one socket, one endpoint |
+//! | [`impair`] | loss/reordering socket wrapper for tests |
+//! | [`tls`] | rustls (ring) configs, self-signed certificates, PEM loading |
+//!
+//! Only [`driver`] reads the clock. The emulator drives [`Endpoint`] (and any
+//! [`driver::App`]) with virtual `Instant`s instead.
+//!
+//! ## Libra, CapProbe and per-packet ACK timing
+//!
+//! CapProbe needs the ACK arrival time of each packet of a back-to-back pair.
+//! QUIC receivers normally acknowledge every second packet (or after
+//! `max_ack_delay`), which merges the pair into one ACK frame: zero dispersion,
+//! no estimate. For connections whose CCA spec names `libra`
+//! ([`PromptAcks::Auto`]), Tollgate asks the peer through the ACK-frequency
+//! extension (draft-ietf-quic-ack-frequency, supported by quinn-proto on both
+//! sides) for `ack_eliciting_threshold = 0`: one immediate ACK per
+//! ack-eliciting packet. The mio driver stamps every received datagram with its
+//! own `Instant::now()`, so the two ACKs of a pair reach the CCA with distinct
+//! `now`s, and [`adapter`] recovers which datagram each ACK is for from its
+//! send time.
+//!
+//! **Cost.** The receiver sends one ACK per data packet instead of one per
+//! two: about twice the ACK packets (≈ 50 bytes each, ~4 % of the data volume
+//! instead of ~2 %) and twice the ACK processing on both hosts. Dispersion is
+//! measured from ACK arrivals at the sender, so the return path's queueing and
+//! the receiver's scheduling add noise; CapProbe's minimum-delay-sum filter
+//! rejects most of it.
+//!
+//! **When it is not available.** A peer without the extension (quiche, most
+//! TCP-style stacks) keeps its ACK policy; pairs then mostly share an ACK and
+//! are discarded, and Libra falls back to its delivery-rate estimate and
+//! reports that as its capacity source in [`adapter::CcaSnapshot::stats`].
+//! The per-ACK `now` in the mio driver is user-space receive time, not a
+//! kernel timestamp, so a busy sender adds jitter of a few microseconds.
+//!
+//! ## Pacing
+//!
+//! quinn-proto paces every connection from window and RTT. When the CCA
+//! reports a pacing rate, [`Endpoint::poll_transmit`] additionally holds the
+//! connection to that rate ([`pacing::RatePacer`]); GSO batching is disabled
+//! for such connections so a batch cannot overrun the bucket.
+//!
+//! ## DSCP marking
+//!
+//! With [`ConnectionOptions::mark_dscp`], every datagram of the connection
+//! carries the CCA's [`VariantId`](tollgate_cca::VariantId) as DSCP (upper six
+//! bits of IPv4 TOS / IPv6 traffic class), set per datagram through an
+//! `IP_TOS` / `IPV6_TCLASS` control message next to quinn-proto's ECN bits.
+//! Receivers record the DSCP of each peer's datagrams ([`ConnReport::peer_dscp`]).
+//!
+//! ## Certificates
+//!
+//! [`tls::SelfSigned`] for tests and examples; [`tls::server_crypto_from_pem`]
+//! and [`tls::client_crypto_with_roots_pem`] for real certificates.
+
+pub mod adapter;
+pub mod bulk;
+pub mod driver;
+pub mod endpoint;
+pub mod impair;
+pub mod pacing;
+pub mod stats;
+pub mod tls;
+pub mod udp;
+
+pub use driver::{App, Driver};
+pub use endpoint::{
+    CloseReason, ConnectError, ConnectionOptions, Endpoint, EndpointOptions, Event, PromptAcks,
+    ReadStatus, StreamError, Transmit,
+};
+pub use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
+pub use stats::{ConnReport, EndpointStats, Sample};
