@@ -192,10 +192,7 @@ impl CongestionControl for Cubic {
 
     fn on_ack(&mut self, now: Time, ack: &Ack) {
         self.srtt = ack.rtt.smoothed.as_secs_f64();
-        if !self.core.may_grow(ack) {
-            return;
-        }
-        let rest = self.core.slow_start(ack.bytes);
+        let rest = self.core.congestion_avoidance_bytes(ack);
         if rest > 0 {
             self.congestion_avoidance(now, rest);
         }
@@ -222,8 +219,7 @@ impl CongestionControl for Cubic {
 
     fn on_mtu_change(&mut self, _now: Time, mss: u64) {
         self.w_max *= self.core.mss as f64 / mss as f64;
-        self.core.mss = mss;
-        self.core.cwnd = self.core.cwnd.max(self.core.min_window());
+        self.core.set_mss(mss);
     }
 
     fn impose_window(&mut self, _now: Time, window: u64) {

@@ -10,6 +10,18 @@
 //! | [`cubic`] | CUBIC: cubic growth, Reno-friendly region, fast convergence | RFC 9438 |
 //! | [`libra`] | TCP Libra: RTT-independent window rule, fed by [`capprobe`] | Marfia et al., "TCP Libra" |
 //! | [`taxed`] | sender-side tax wrapper over any algorithm, gated by [`detector`] | Brown & Kaur poster |
+//! | [`highspeed`] | HighSpeed TCP: response-function a(w), b(w) above 38 segments | RFC 3649 |
+//! | [`scalable`] | Scalable TCP: +1 % of a segment per ACK, -12.5 % per loss | Kelly, ACM CCR 2003 |
+//! | [`bic`] | BIC: binary search towards the last W_max, then max probing | Xu, Harfoush, Rhee, INFOCOM 2004 |
+//! | [`htcp`] | H-TCP: increase grows with time since loss, RTT-ratio backoff | Leith & Shorten, PFLDnet 2004 |
+//! | [`hybla`] | Hybla: growth scaled by rho = RTT / 25 ms | Caini & Firrincieli, IJSCN 2004 |
+//! | [`illinois`] | Illinois: delay-driven alpha 10..0.3 and beta 1/8..1/2 | Liu, Başar, Srikant, VALUETOOLS 2006 |
+//! | [`vegas`] | Vegas: keep 2..4 segments queued | Brakmo & Peterson, IEEE JSAC 1995 |
+//! | [`veno`] | Veno: Vegas backlog tells random from congestive loss | Fu & Liew, IEEE JSAC 2003 |
+//! | [`westwood`] | Westwood+: cwnd = bandwidth estimate * RTT_min after a loss | Grieco & Mascolo, ACM CCR 2004 |
+//! | [`yeah`] | YeAH: Scalable/Reno modes, precautionary decongestion | Baiocchi et al., PFLDnet 2007 |
+//! | [`ledbat`] | LEDBAT: scavenger holding queueing delay at a target | RFC 6817 |
+//! | [`bbr`] | BBR v1: max-bandwidth / min-RTT model, pacing, gain cycling | Cardwell et al., ACM Queue 2016 |
 //!
 //! [`classic`] holds small helpers the classic variants share.
 //!
@@ -25,18 +37,31 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod bbr;
+pub mod bic;
 pub mod capprobe;
+pub mod classic;
 pub mod cubic;
 pub mod detector;
+pub mod highspeed;
+pub mod htcp;
+pub mod hybla;
+pub mod illinois;
+pub mod ledbat;
 pub mod libra;
 pub mod model;
 pub mod newreno;
 pub mod registry;
+pub mod scalable;
 pub mod spec;
 pub mod taxed;
 pub mod time;
 pub mod units;
 pub mod variant;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod yeah;
 
 pub use registry::{build, Env};
 pub use spec::SpecError;

@@ -349,10 +349,7 @@ impl CongestionControl for Libra {
             self.track_pair_ack(now, ack);
             self.delivery.on_ack(now, ack.bytes, ack.rtt.smoothed);
         }
-        if !self.core.may_grow(ack) {
-            return;
-        }
-        let rest = self.core.slow_start(ack.bytes);
+        let rest = self.core.congestion_avoidance_bytes(ack);
         if rest > 0 {
             // Per acked packet: w += (1/w) * alpha * T^2 / (T + T0), in packets.
             let t = self.latest_rtt.as_secs_f64();
@@ -381,8 +378,7 @@ impl CongestionControl for Libra {
     }
 
     fn on_mtu_change(&mut self, _now: Time, mss: u64) {
-        self.core.mss = mss;
-        self.core.cwnd = self.core.cwnd.max(self.core.min_window());
+        self.core.set_mss(mss);
     }
 
     fn impose_window(&mut self, _now: Time, window: u64) {

@@ -113,6 +113,23 @@ impl RenoCore {
         bytes - used
     }
 
+    /// Bytes of `ack` left for congestion avoidance: zero if the ACK may not
+    /// grow the window (app-limited, or sent before the recovery period began),
+    /// otherwise what slow start did not use.
+    pub fn congestion_avoidance_bytes(&mut self, ack: &Ack) -> u64 {
+        if self.may_grow(ack) {
+            self.slow_start(ack.bytes)
+        } else {
+            0
+        }
+    }
+
+    /// A new maximum segment size; the window stays at least the minimum window.
+    pub fn set_mss(&mut self, mss: u64) {
+        self.mss = mss;
+        self.cwnd = self.cwnd.max(self.min_window());
+    }
+
     /// Standard growth: slow start, then Reno congestion avoidance with what is left.
     pub fn grow_reno(&mut self, bytes: u64) {
         let rest = self.slow_start(bytes);
@@ -212,8 +229,7 @@ impl CongestionControl for NewReno {
     }
 
     fn on_mtu_change(&mut self, _now: Time, mss: u64) {
-        self.core.mss = mss;
-        self.core.cwnd = self.core.cwnd.max(self.core.min_window());
+        self.core.set_mss(mss);
     }
 
     fn impose_window(&mut self, _now: Time, window: u64) {

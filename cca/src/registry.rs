@@ -68,6 +68,18 @@ pub static ALGORITHMS: &[&Algorithm] = &[
     &crate::cubic::ALGORITHM,
     &crate::libra::ALGORITHM,
     &crate::taxed::ALGORITHM,
+    &crate::highspeed::ALGORITHM,
+    &crate::scalable::ALGORITHM,
+    &crate::bic::ALGORITHM,
+    &crate::htcp::ALGORITHM,
+    &crate::hybla::ALGORITHM,
+    &crate::illinois::ALGORITHM,
+    &crate::vegas::ALGORITHM,
+    &crate::veno::ALGORITHM,
+    &crate::westwood::ALGORITHM,
+    &crate::yeah::ALGORITHM,
+    &crate::ledbat::ALGORITHM,
+    &crate::bbr::ALGORITHM,
 ];
 
 /// The algorithm registered under `name`.
