@@ -1,8 +1,53 @@
 //! # tollgate-router
 //!
-//! Packet handling and the fairness-enforcing queue disciplines, as a plain Rust
-//! library shared by the DPDK dataplane and the virtual-time emulator: header
-//! parsing into flow keys, variant classification, DropTail, RED, CHOKe, Cebinae,
-//! RRMQS, the egress shaper and the delay line. No DPDK dependency here.
+//! Packet handling and the fairness-enforcing queue disciplines, as a plain
+//! Rust library shared by the DPDK dataplane and the virtual-time emulator.
+//! No DPDK here, no clock reads, no threads: every call carries `now`
+//! ([`tollgate_cca::Time`]), all randomness comes from seeded generators, and
+//! every queue and per-flow table has a capacity fixed at construction.
 //!
-//! Nothing is implemented yet; see the router library issue.
+//! A router port is `classify -> delay -> discipline -> shaper -> TX`
+//! ([`port::Port`]). Disciplines implement [`qdisc::Qdisc`] over any packet
+//! handle implementing [`qdisc::PacketHandle`] (an mbuf wrapper in the
+//! dataplane, [`qdisc::PacketMeta`] or [`qdisc::Frame`] in the emulator).
+//!
+//! | module | what | source |
+//! |---|---|---|
+//! | [`packet`] | Ethernet/802.1Q/IPv4/IPv6/UDP/TCP parsing, ECN marking | RFC 791, 8200, 768, 9293, 3168 |
+//! | [`flow`] | seeded 5-tuple hash | SplitMix64 finaliser |
+//! | [`classify`] | variant from rules or DSCP | DESIGN.md decision 4 |
+//! | [`qdisc`] | discipline and packet-handle traits, verdicts, counters, config errors | |
+//! | [`ring`] | fixed-capacity FIFO and CHOKe's ring with holes | Linux `sch_choke` |
+//! | [`droptail`] | DropTail (packets, bytes, fraction of BDP) | |
+//! | [`red`] | RED, gentle, Adaptive RED, byte mode, ECN | Floyd & Jacobson 1993; Floyd, Gummadi & Shenker 2001 |
+//! | [`choke`] | CHOKe | Pan, Prabhakar & Psounis 2000 |
+//! | [`cebinae`] | Cebinae tax with head/tail rotation and top-flow detector | Yu et al., SIGCOMM 2022 |
+//! | [`rrmqs`] | RRMQS, flow meter, feedback loop | He, ETH thesis 2020 |
+//! | [`bloom`] | Bloom filter (distinct-flow counting) | Kirsch & Mitzenmacher 2006 |
+//! | [`shaper`] | token-bucket egress shaper | |
+//! | [`delay`] | delay line per port / flow class | |
+//! | [`port`] | the port pipeline | |
+//! | [`discipline`] | run-time choice of discipline | |
+//! | [`rng`] | seeded SplitMix64 | Steele, Lea & Flood 2014 |
+//!
+//! Parameters, defaults and sources of every discipline: `router/README.md`.
+
+pub mod bloom;
+pub mod cebinae;
+pub mod choke;
+pub mod classify;
+pub mod delay;
+pub mod discipline;
+pub mod droptail;
+pub mod flow;
+pub mod packet;
+pub mod port;
+pub mod qdisc;
+pub mod red;
+pub mod ring;
+pub mod rng;
+pub mod rrmqs;
+pub mod shaper;
+
+pub use discipline::DisciplineConfig;
+pub use qdisc::{ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict};

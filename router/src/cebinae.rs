@@ -1,0 +1,487 @@
+//! Cebinae: taxing the heaviest flows of a saturated port.
+//!
+//! Source: Yu et al., "Cebinae: Scalable In-network Fairness Augmentation",
+//! SIGCOMM 2022, and its public ns-3 queue disc; algorithms.md section 3.
+//!
+//! Per egress port there are two drop-tail queues served by strict priority,
+//! *head* and *tail*, whose roles swap every round of `dT`. Flows are in two
+//! classes, *top* (the heaviest, bottlenecked flows) and *bot* (everything
+//! else); each class has one byte counter and one rate per queue. All top
+//! flows share one aggregate leaky-bucket filter (LBF): no per-flow rate state.
+//!
+//! **Top-flow detector.** A two-stage hash table (`cache_slots` slots per
+//! stage, first come first served, no eviction) counts bytes per flow at
+//! dequeue. At evaluation, top flows are the slots with
+//! `bytes > max_bytes * (1 - delta_flow)`; their tags are copied into a
+//! same-shaped top table that enqueue consults in O(1).
+//!
+//! **Enqueue.** With `e` the class's entitlement since the round base
+//! (`rate_head * t`, plus `rate_tail * (t - dT)` past one round; `t` quantised
+//! down to a multiple of `vdT`) and `b` its byte counter before the packet:
+//! `b < rate_head * dT` -> head queue; else `b < (rate_head + rate_tail) * dT`
+//! -> tail queue; else drop ([`DropReason::Tax`]). A full queue drops
+//! ([`DropReason::Overlimit`]). Then `b = max(b, e) + len`.
+//!
+//! **ROTATE** (every `dT`): for each class `b = max(0, b - rate_head * dT)`;
+//! the round base advances by `dT`; head and tail swap; the rates computed at
+//! the last RECONFIG are installed on both queues.
+//!
+//! **RECONFIG** (at `dT - L` after each rotate): dequeue priority goes to the
+//! queue that will become head. Every `P` rounds: if
+//! `port_bytes * 8 > line_rate * P * dT * (1 - delta_port)` the port is
+//! saturated and `top_rate = min(sum(top_bytes) * (1 - tau) * 8 / (P dT),
+//! line_rate * (1 - tau))`, `bot_rate = line_rate - top_rate`; otherwise
+//! there are no top flows and `bot_rate = line_rate`. Then the flow cache and
+//! the port byte count are cleared. Bot flows thus receive all capacity not
+//! given to top flows: the tax is redistributed implicitly.
+//!
+//! The control loop runs inside `enqueue` / `dequeue` and [`Qdisc::poll`],
+//! driven only by `now`; no threads or timers. After a long idle gap the
+//! missed rounds are skipped in O(1) (they would find an idle, unsaturated port).
+
+use std::time::Duration;
+
+use tollgate_cca::time::duration_nanos;
+use tollgate_cca::Time;
+
+use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
+use crate::ring::Fifo;
+use crate::rng::mix64;
+
+const NAME: &str = "cebinae";
+const TOP: usize = 0;
+const BOT: usize = 1;
+
+/// Cebinae parameters. Defaults are the ns-3 queue disc's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CebinaeConfig {
+    /// Port line rate, bit/s. Default 100 Mbit/s.
+    pub line_rate_bps: f64,
+    /// Packets per queue (head and tail each). Default 1000.
+    pub max_size: u32,
+    /// Round length `dT`. Default 2^20 ns.
+    pub dt: Duration,
+    /// Time quantum `vdT` of the entitlement. Default 1024 ns.
+    pub vdt: Duration,
+    /// Lead `L` of RECONFIG before the next rotate. Default 65536 ns.
+    pub l: Duration,
+    /// Rounds `P` per evaluation. Default 1.
+    pub p: u32,
+    /// Tax rate `tau`. Default 0.05.
+    pub tau: f64,
+    /// Port saturation slack `delta_port`. Default 0.05.
+    pub delta_port: f64,
+    /// Top-flow slack `delta_flow`. Default 0.05.
+    pub delta_flow: f64,
+    /// Slots per detector stage (power of two). Default 2^11.
+    pub cache_slots: usize,
+    /// Seed of the detector's stage hashes. Default 1.
+    pub seed: u64,
+}
+
+impl Default for CebinaeConfig {
+    fn default() -> Self {
+        CebinaeConfig {
+            line_rate_bps: 100e6,
+            max_size: 1000,
+            dt: Duration::from_nanos(1 << 20),
+            vdt: Duration::from_nanos(1024),
+            l: Duration::from_nanos(65_536),
+            p: 1,
+            tau: 0.05,
+            delta_port: 0.05,
+            delta_flow: 0.05,
+            cache_slots: 1 << 11,
+            seed: 1,
+        }
+    }
+}
+
+impl CebinaeConfig {
+    /// Check every parameter.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check::open_closed(NAME, "line_rate_bps", self.line_rate_bps, 0.0, 1e13)?;
+        check::int(
+            NAME,
+            "max_size",
+            u64::from(self.max_size),
+            1,
+            crate::droptail::MAX_SLOTS,
+        )?;
+        let dt = duration_nanos(self.dt);
+        check::int(NAME, "dt (ns)", dt, 1_000, 1 << 40)?;
+        check::int(NAME, "vdt (ns)", duration_nanos(self.vdt), 1, dt)?;
+        check::int(NAME, "l (ns)", duration_nanos(self.l), 0, dt - 1)?;
+        check::int(NAME, "p", u64::from(self.p), 1, 1 << 20)?;
+        check::range(NAME, "tau", self.tau, 0.0, 0.999)?;
+        check::range(NAME, "delta_port", self.delta_port, 0.0, 0.999)?;
+        check::range(NAME, "delta_flow", self.delta_flow, 0.0, 0.999)?;
+        let s = self.cache_slots as u64;
+        if !(s.is_power_of_two() && (2..=1 << 20).contains(&s)) {
+            return Err(ConfigError::new(
+                NAME,
+                "cache_slots",
+                s,
+                "a power of two in 2 ..= 2^20",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the last evaluation (RECONFIG every `P` rounds) found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReconfigReport {
+    /// When it ran (the scheduled time, not the call's `now`).
+    pub at: Time,
+    /// Whether the port was saturated.
+    pub saturated: bool,
+    /// Bytes dequeued from the port over the `P` rounds.
+    pub port_bytes: u64,
+    /// Flows classified top (0 when unsaturated).
+    pub top_flows: usize,
+    /// Bytes the top flows sent over the `P` rounds.
+    pub top_bytes: u64,
+    /// Top-class rate installed, bit/s.
+    pub top_rate_bps: f64,
+    /// Bot-class rate installed, bit/s.
+    pub bot_rate_bps: f64,
+}
+
+/// The two-stage top-flow detector and the top table.
+#[derive(Debug)]
+struct Detector {
+    tags: Vec<u64>,
+    bytes: Vec<u64>,
+    top: Vec<u64>,
+    mask: usize,
+    seeds: [u64; 2],
+}
+
+impl Detector {
+    fn new(slots: usize, seed: u64) -> Self {
+        Detector {
+            tags: vec![0; 2 * slots],
+            bytes: vec![0; 2 * slots],
+            top: vec![0; 2 * slots],
+            mask: slots - 1,
+            seeds: [mix64(seed ^ 0xCEB1), mix64(seed ^ 0xCEB2)],
+        }
+    }
+
+    #[inline]
+    fn tag(hash: u64) -> u64 {
+        hash | 1 // 0 marks an empty slot
+    }
+
+    #[inline]
+    fn slots(&self, hash: u64) -> [usize; 2] {
+        let s = self.mask + 1;
+        [
+            (mix64(hash ^ self.seeds[0]) as usize) & self.mask,
+            s + ((mix64(hash ^ self.seeds[1]) as usize) & self.mask),
+        ]
+    }
+
+    fn count(&mut self, hash: u64, len: u32) {
+        let tag = Self::tag(hash);
+        for i in self.slots(hash) {
+            if self.tags[i] == tag || self.tags[i] == 0 {
+                self.tags[i] = tag;
+                self.bytes[i] += u64::from(len);
+                return;
+            }
+        }
+    }
+
+    fn is_top(&self, hash: u64) -> bool {
+        let tag = Self::tag(hash);
+        self.slots(hash).iter().any(|&i| self.top[i] == tag)
+    }
+
+    /// Install the top set; returns (flows, bytes).
+    fn select_top(&mut self, delta_flow: f64) -> (usize, u64) {
+        let max = self.bytes.iter().copied().max().unwrap_or(0);
+        let threshold = max as f64 * (1.0 - delta_flow);
+        let (mut n, mut sum) = (0, 0);
+        for i in 0..self.tags.len() {
+            let top = self.tags[i] != 0 && self.bytes[i] > 0 && self.bytes[i] as f64 > threshold;
+            self.top[i] = if top { self.tags[i] } else { 0 };
+            if top {
+                n += 1;
+                sum += self.bytes[i];
+            }
+        }
+        if n == 0 && max > 0 {
+            // threshold == max when delta_flow == 0: the maximum itself is top.
+            for i in 0..self.tags.len() {
+                if self.bytes[i] == max {
+                    self.top[i] = self.tags[i];
+                    n += 1;
+                    sum += max;
+                }
+            }
+        }
+        (n, sum)
+    }
+
+    fn clear_top(&mut self) {
+        self.top.fill(0);
+    }
+
+    fn clear_cache(&mut self) {
+        self.tags.fill(0);
+        self.bytes.fill(0);
+    }
+}
+
+/// The Cebinae discipline.
+#[derive(Debug)]
+pub struct Cebinae<P> {
+    cfg: CebinaeConfig,
+    queues: [Fifo<P>; 2],
+    head: usize,
+    /// RECONFIG has run this round: priority to the tail (next head).
+    reconfigured: bool,
+    /// Byte counter per class, relative to the round base.
+    class_bytes: [f64; 2],
+    /// Rate per class per queue, bytes per ns.
+    rate: [[f64; 2]; 2],
+    /// Rates computed at the last evaluation, bytes per ns.
+    computed: [f64; 2],
+    base: Option<Time>,
+    rounds_since_eval: u32,
+    port_bytes: u64,
+    detector: Detector,
+    report: ReconfigReport,
+    line: f64,
+    dt: u64,
+    vdt: u64,
+    l: u64,
+    counters: Counters,
+}
+
+impl<P: PacketHandle> Cebinae<P> {
+    /// Build from a configuration (validated here).
+    pub fn new(config: &CebinaeConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let line = config.line_rate_bps / 8e9;
+        let size = config.max_size as usize;
+        Ok(Cebinae {
+            cfg: *config,
+            queues: [Fifo::with_capacity(size), Fifo::with_capacity(size)],
+            head: 0,
+            reconfigured: false,
+            class_bytes: [0.0; 2],
+            rate: [[line; 2]; 2],
+            computed: [line; 2],
+            base: None,
+            rounds_since_eval: 0,
+            port_bytes: 0,
+            detector: Detector::new(config.cache_slots, config.seed),
+            report: ReconfigReport::default(),
+            line,
+            dt: duration_nanos(config.dt),
+            vdt: duration_nanos(config.vdt),
+            l: duration_nanos(config.l),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Whether the flow with this hash is currently classified top.
+    pub fn is_top(&self, flow_hash: u64) -> bool {
+        self.detector.is_top(flow_hash)
+    }
+
+    /// The last evaluation.
+    pub fn last_report(&self) -> &ReconfigReport {
+        &self.report
+    }
+
+    /// `(top, bot)` rates on the head queue, bit/s.
+    pub fn head_rates_bps(&self) -> (f64, f64) {
+        (
+            self.rate[TOP][self.head] * 8e9,
+            self.rate[BOT][self.head] * 8e9,
+        )
+    }
+
+    /// Packets in `(head, tail)`.
+    pub fn queue_lens(&self) -> (usize, usize) {
+        (
+            self.queues[self.head].len(),
+            self.queues[1 - self.head].len(),
+        )
+    }
+
+    /// Run the control loop up to `now`.
+    fn advance(&mut self, now: Time) {
+        let Some(mut base) = self.base else {
+            self.base = Some(now);
+            return;
+        };
+        let dt = self.dt;
+        let mut steps = 0;
+        loop {
+            let reconfig_at = base.as_nanos().saturating_add(dt - self.l);
+            let rotate_at = base.as_nanos().saturating_add(dt);
+            if !self.reconfigured && now.as_nanos() >= reconfig_at {
+                self.reconfig(Time::from_nanos(reconfig_at));
+                continue;
+            }
+            if now.as_nanos() < rotate_at {
+                break;
+            }
+            self.rotate();
+            base = Time::from_nanos(rotate_at);
+            steps += 1;
+            if steps >= 2 * self.cfg.p as usize + 2
+                && now.as_nanos() >= rotate_at.saturating_add(dt)
+            {
+                // Long idle gap: every missed round would see an idle port.
+                let skipped = (now.as_nanos() - rotate_at) / dt;
+                base = Time::from_nanos(rotate_at + skipped * dt);
+                self.class_bytes = [0.0; 2];
+                self.computed = [self.line; 2];
+                self.rate = [[self.line; 2]; 2];
+                self.detector.clear_top();
+                self.detector.clear_cache();
+                self.port_bytes = 0;
+                self.rounds_since_eval = 0;
+            }
+        }
+        self.base = Some(base);
+    }
+
+    fn reconfig(&mut self, at: Time) {
+        self.reconfigured = true;
+        self.rounds_since_eval += 1;
+        if self.rounds_since_eval < self.cfg.p {
+            return;
+        }
+        self.rounds_since_eval = 0;
+        let window_ns = self.dt as f64 * f64::from(self.cfg.p);
+        let capacity = self.line * window_ns;
+        let saturated = self.port_bytes as f64 > capacity * (1.0 - self.cfg.delta_port);
+        let (flows, top_bytes) = if saturated {
+            let (n, bytes) = self.detector.select_top(self.cfg.delta_flow);
+            let top = (bytes as f64 * (1.0 - self.cfg.tau) / window_ns)
+                .min(self.line * (1.0 - self.cfg.tau));
+            self.computed = [top, self.line - top];
+            (n, bytes)
+        } else {
+            self.detector.clear_top();
+            self.computed = [self.line, self.line];
+            (0, 0)
+        };
+        self.report = ReconfigReport {
+            at,
+            saturated,
+            port_bytes: self.port_bytes,
+            top_flows: flows,
+            top_bytes,
+            top_rate_bps: if saturated {
+                self.computed[TOP] * 8e9
+            } else {
+                0.0
+            },
+            bot_rate_bps: self.computed[BOT] * 8e9,
+        };
+        self.detector.clear_cache();
+        self.port_bytes = 0;
+    }
+
+    fn rotate(&mut self) {
+        let dt = self.dt as f64;
+        for c in [TOP, BOT] {
+            self.class_bytes[c] = (self.class_bytes[c] - self.rate[c][self.head] * dt).max(0.0);
+        }
+        self.head = 1 - self.head;
+        for c in [TOP, BOT] {
+            self.rate[c] = [self.computed[c]; 2];
+        }
+        self.reconfigured = false;
+    }
+
+    fn drop(&mut self, reason: DropReason, packet: P) -> Verdict<P> {
+        self.counters.on_drop(reason, packet.len_bytes());
+        Verdict::Dropped {
+            reason,
+            packet,
+            victim: None,
+        }
+    }
+}
+
+impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        self.advance(now);
+        let class = if self.detector.is_top(packet.flow_hash()) {
+            TOP
+        } else {
+            BOT
+        };
+        let (head, tail) = (self.head, 1 - self.head);
+        let dt = self.dt as f64;
+        let base = self.base.unwrap_or(now);
+        let elapsed = now.as_nanos().saturating_sub(base.as_nanos());
+        let t = (elapsed - elapsed % self.vdt) as f64;
+        let rates = self.rate[class];
+        let entitlement = rates[head] * t.min(dt) + rates[tail] * (t - dt).max(0.0);
+        let b = self.class_bytes[class];
+        let target = if b < rates[head] * dt {
+            head
+        } else if b < (rates[head] + rates[tail]) * dt {
+            tail
+        } else {
+            return self.drop(DropReason::Tax, packet);
+        };
+        match self.queues[target].push(packet) {
+            Ok(()) => {
+                self.class_bytes[class] = b.max(entitlement) + f64::from(len);
+                Verdict::Queued
+            }
+            Err(packet) => self.drop(DropReason::Overlimit, packet),
+        }
+    }
+
+    fn dequeue(&mut self, now: Time) -> Option<P> {
+        self.advance(now);
+        let first = if self.reconfigured {
+            1 - self.head
+        } else {
+            self.head
+        };
+        let p = match self.queues[first].pop() {
+            Some(p) => p,
+            None => self.queues[1 - first].pop()?,
+        };
+        let len = p.len_bytes();
+        self.port_bytes += u64::from(len);
+        self.detector.count(p.flow_hash(), len);
+        self.counters.on_dequeue(len);
+        Some(p)
+    }
+
+    fn len(&self) -> usize {
+        self.queues[0].len() + self.queues[1].len()
+    }
+
+    fn bytes(&self) -> u64 {
+        self.queues[0].bytes() + self.queues[1].bytes()
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn poll(&mut self, now: Time) {
+        self.advance(now);
+    }
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}

@@ -1,0 +1,649 @@
+//! Packet view: Ethernet / 802.1Q / IPv4 / IPv6 / UDP / TCP parsing into a
+//! flow key, DSCP, ECN and lengths.
+//!
+//! The parser reads only through bounds-checked slice accessors and returns a
+//! [`ParseError`] for anything it cannot classify, so it never panics and never
+//! reads outside the frame. Layout per RFC 791 (IPv4), RFC 8200 (IPv6 and its
+//! extension headers), RFC 768 (UDP), RFC 9293 (TCP), IEEE 802.1Q (VLAN tags,
+//! up to two, TPID 0x8100 or 0x88A8) and RFC 3168 (the ECN field).
+//!
+//! Classes of frames that are not a parseable IP packet:
+//! - [`ParseError::NotIp`]: the EtherType is not IPv4 / IPv6 (ARP, LLDP...);
+//! - [`ParseError::Fragment`]: an IPv4 fragment (MF set or offset != 0) or an
+//!   IPv6 packet with a Fragment header; its ports are not reliably present;
+//! - [`ParseError::Truncated`]: the frame ends before a header or before the
+//!   length the IP header announces;
+//! - [`ParseError::Malformed`]: a header field is impossible (IHL < 5, TCP
+//!   data offset < 5, UDP length < 8, IP version mismatch, too many IPv6
+//!   extension headers).
+//!
+//! [`ParseStats`] counts every outcome. [`set_ce_in_frame`] rewrites the ECN
+//! field to CE in place (with the RFC 1624 incremental IPv4 checksum update).
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The ECN field of the IP header (RFC 3168).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    /// `00`: the transport is not ECN-capable.
+    #[default]
+    NotEct,
+    /// `10`: ECN-capable transport, codepoint ECT(0).
+    Ect0,
+    /// `01`: ECN-capable transport, codepoint ECT(1).
+    Ect1,
+    /// `11`: congestion experienced.
+    Ce,
+}
+
+impl Ecn {
+    /// The codepoint from the two low bits of the traffic-class byte.
+    pub const fn from_bits(bits: u8) -> Ecn {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b10 => Ecn::Ect0,
+            0b01 => Ecn::Ect1,
+            _ => Ecn::Ce,
+        }
+    }
+
+    /// The two-bit codepoint.
+    pub const fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0b00,
+            Ecn::Ect0 => 0b10,
+            Ecn::Ect1 => 0b01,
+            Ecn::Ce => 0b11,
+        }
+    }
+
+    /// Whether a router may mark this packet instead of dropping it
+    /// (ECT(0), ECT(1), or already CE).
+    pub const fn is_capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+}
+
+/// A transport 5-tuple. IPv4 addresses are stored IPv4-mapped
+/// (`::ffff:a.b.c.d`) so both families share one representation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    /// Source address (IPv6, or IPv4-mapped).
+    pub src: [u8; 16],
+    /// Destination address (IPv6, or IPv4-mapped).
+    pub dst: [u8; 16],
+    /// Source port (0 for protocols without ports).
+    pub src_port: u16,
+    /// Destination port (0 for protocols without ports).
+    pub dst_port: u16,
+    /// IP protocol number (the final IPv6 next-header value).
+    pub proto: u8,
+}
+
+impl FlowKey {
+    /// A key from `std` addresses.
+    pub fn new(src: IpAddr, dst: IpAddr, proto: u8, src_port: u16, dst_port: u16) -> FlowKey {
+        FlowKey {
+            src: to_mapped(src),
+            dst: to_mapped(dst),
+            src_port,
+            dst_port,
+            proto,
+        }
+    }
+
+    /// The source address (IPv4 for mapped addresses).
+    pub fn src_ip(&self) -> IpAddr {
+        Ipv6Addr::from(self.src).to_canonical()
+    }
+
+    /// The destination address (IPv4 for mapped addresses).
+    pub fn dst_ip(&self) -> IpAddr {
+        Ipv6Addr::from(self.dst).to_canonical()
+    }
+}
+
+fn to_mapped(ip: IpAddr) -> [u8; 16] {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+/// IP protocol number of TCP.
+pub const PROTO_TCP: u8 = 6;
+/// IP protocol number of UDP.
+pub const PROTO_UDP: u8 = 17;
+
+/// IP version of a parsed packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IpVersion {
+    /// IPv4.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+/// What the parser extracted from one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    /// The 5-tuple.
+    pub flow: FlowKey,
+    /// IP version.
+    pub version: IpVersion,
+    /// DSCP (the six high bits of the TOS / traffic-class byte).
+    pub dscp: u8,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// The outer VLAN id, if the frame is tagged.
+    pub vlan: Option<u16>,
+    /// Offset of the IP header in the frame.
+    pub l3_offset: u16,
+    /// Offset of the transport header in the frame.
+    pub l4_offset: u16,
+    /// Whole frame length as received (including Ethernet padding).
+    pub frame_len: u32,
+    /// IP datagram length (IPv4 total length; IPv6 40 + payload length).
+    pub ip_len: u32,
+    /// Transport payload length (after the UDP / TCP header), 0 otherwise.
+    pub payload_len: u32,
+    /// TCP flags byte (FIN = 0x01, SYN = 0x02, RST = 0x04...), 0 for non-TCP.
+    pub tcp_flags: u8,
+}
+
+impl PacketInfo {
+    /// TCP FIN or RST: the flow is ending.
+    pub fn is_flow_end(&self) -> bool {
+        self.flow.proto == PROTO_TCP && self.tcp_flags & 0x05 != 0
+    }
+}
+
+/// Why a frame was not parsed into a [`PacketInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParseError {
+    /// The frame ends before a header (or before the announced IP length).
+    Truncated,
+    /// Not IPv4 or IPv6: carries the EtherType.
+    NotIp(u16),
+    /// An IP fragment.
+    Fragment,
+    /// An impossible header field; the text names it.
+    Malformed(&'static str),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Truncated => f.write_str("truncated frame"),
+            ParseError::NotIp(t) => write!(f, "not IP (EtherType {t:#06x})"),
+            ParseError::Fragment => f.write_str("IP fragment"),
+            ParseError::Malformed(what) => write!(f, "malformed: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Counters of parse outcomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParseStats {
+    /// Parsed IP packets.
+    pub ok: u64,
+    /// [`ParseError::Truncated`] frames.
+    pub truncated: u64,
+    /// [`ParseError::NotIp`] frames.
+    pub not_ip: u64,
+    /// [`ParseError::Fragment`] frames.
+    pub fragment: u64,
+    /// [`ParseError::Malformed`] frames.
+    pub malformed: u64,
+}
+
+impl ParseStats {
+    /// Count one outcome.
+    pub fn record(&mut self, result: &Result<PacketInfo, ParseError>) {
+        match result {
+            Ok(_) => self.ok += 1,
+            Err(ParseError::Truncated) => self.truncated += 1,
+            Err(ParseError::NotIp(_)) => self.not_ip += 1,
+            Err(ParseError::Fragment) => self.fragment += 1,
+            Err(ParseError::Malformed(_)) => self.malformed += 1,
+        }
+    }
+
+    /// All frames seen.
+    pub fn total(&self) -> u64 {
+        self.ok + self.truncated + self.not_ip + self.fragment + self.malformed
+    }
+}
+
+const ETH_P_IPV4: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86DD;
+const ETH_P_8021Q: u16 = 0x8100;
+const ETH_P_8021AD: u16 = 0x88A8;
+/// At most this many IPv6 extension headers are skipped before giving up.
+const MAX_IPV6_EXT: usize = 8;
+
+#[inline]
+fn u8_at(b: &[u8], i: usize) -> Result<u8, ParseError> {
+    b.get(i).copied().ok_or(ParseError::Truncated)
+}
+
+#[inline]
+fn u16_at(b: &[u8], i: usize) -> Result<u16, ParseError> {
+    match b.get(i..i.wrapping_add(2)) {
+        Some(s) => Ok(u16::from_be_bytes([s[0], s[1]])),
+        None => Err(ParseError::Truncated),
+    }
+}
+
+#[inline]
+fn array_at<const N: usize>(b: &[u8], i: usize) -> Result<[u8; N], ParseError> {
+    b.get(i..i.wrapping_add(N))
+        .and_then(|s| s.try_into().ok())
+        .ok_or(ParseError::Truncated)
+}
+
+/// Parse an Ethernet frame (no FCS) into a [`PacketInfo`].
+pub fn parse_ethernet(frame: &[u8]) -> Result<PacketInfo, ParseError> {
+    let mut off = 12;
+    let mut ethertype = u16_at(frame, off)?;
+    let mut vlan = None;
+    for _ in 0..2 {
+        if ethertype != ETH_P_8021Q && ethertype != ETH_P_8021AD {
+            break;
+        }
+        let tci = u16_at(frame, off + 2)?;
+        vlan.get_or_insert(tci & 0x0FFF);
+        off += 4;
+        ethertype = u16_at(frame, off)?;
+    }
+    let l3 = off + 2;
+    let mut info = match ethertype {
+        ETH_P_IPV4 => parse_ipv4(frame, l3)?,
+        ETH_P_IPV6 => parse_ipv6(frame, l3)?,
+        other => return Err(ParseError::NotIp(other)),
+    };
+    info.vlan = vlan;
+    Ok(info)
+}
+
+/// Parse a frame that starts directly with an IPv4 or IPv6 header.
+pub fn parse_ip(packet: &[u8]) -> Result<PacketInfo, ParseError> {
+    match u8_at(packet, 0)? >> 4 {
+        4 => parse_ipv4(packet, 0),
+        6 => parse_ipv6(packet, 0),
+        _ => Err(ParseError::Malformed("IP version")),
+    }
+}
+
+fn empty_info(version: IpVersion, l3: usize, frame_len: usize) -> PacketInfo {
+    PacketInfo {
+        flow: FlowKey::default(),
+        version,
+        dscp: 0,
+        ecn: Ecn::NotEct,
+        vlan: None,
+        l3_offset: l3.min(u16::MAX as usize) as u16,
+        l4_offset: 0,
+        frame_len: frame_len.min(u32::MAX as usize) as u32,
+        ip_len: 0,
+        payload_len: 0,
+        tcp_flags: 0,
+    }
+}
+
+fn parse_ipv4(b: &[u8], l3: usize) -> Result<PacketInfo, ParseError> {
+    let vihl = u8_at(b, l3)?;
+    if vihl >> 4 != 4 {
+        return Err(ParseError::Malformed("IPv4 version"));
+    }
+    let ihl = usize::from(vihl & 0x0F) * 4;
+    if ihl < 20 {
+        return Err(ParseError::Malformed("IPv4 header length < 20"));
+    }
+    let tos = u8_at(b, l3 + 1)?;
+    let total = usize::from(u16_at(b, l3 + 2)?);
+    if total < ihl {
+        return Err(ParseError::Malformed("IPv4 total length < header length"));
+    }
+    // The whole header (with options) and the announced datagram must be present.
+    if b.len() < l3 + total || b.len() < l3 + ihl {
+        return Err(ParseError::Truncated);
+    }
+    let frag = u16_at(b, l3 + 6)?;
+    if frag & 0x3FFF != 0 {
+        return Err(ParseError::Fragment);
+    }
+    let proto = u8_at(b, l3 + 9)?;
+    let src = Ipv4Addr::from(array_at::<4>(b, l3 + 12)?);
+    let dst = Ipv4Addr::from(array_at::<4>(b, l3 + 16)?);
+    let mut info = empty_info(IpVersion::V4, l3, b.len());
+    info.dscp = tos >> 2;
+    info.ecn = Ecn::from_bits(tos);
+    info.ip_len = total as u32;
+    info.flow = FlowKey::new(src.into(), dst.into(), proto, 0, 0);
+    // The transport header must lie inside the datagram, not in padding.
+    parse_l4(&b[..l3 + total], l3 + ihl, proto, &mut info)?;
+    Ok(info)
+}
+
+fn parse_ipv6(b: &[u8], l3: usize) -> Result<PacketInfo, ParseError> {
+    let first = u8_at(b, l3)?;
+    if first >> 4 != 6 {
+        return Err(ParseError::Malformed("IPv6 version"));
+    }
+    let tc = ((u16_at(b, l3)? >> 4) & 0xFF) as u8;
+    let payload = usize::from(u16_at(b, l3 + 4)?);
+    let total = 40 + payload;
+    if b.len() < l3 + total {
+        return Err(ParseError::Truncated);
+    }
+    let frame_len = b.len();
+    let b = &b[..l3 + total];
+    let mut next = u8_at(b, l3 + 6)?;
+    let src = Ipv6Addr::from(array_at::<16>(b, l3 + 8)?);
+    let dst = Ipv6Addr::from(array_at::<16>(b, l3 + 24)?);
+    let mut off = l3 + 40;
+    let mut skipped = 0;
+    loop {
+        let len = match next {
+            // Hop-by-hop, Routing, Destination options, Mobility, HIP, Shim6:
+            // length in 8-octet units, not counting the first 8.
+            0 | 43 | 60 | 135 | 139 | 140 => (usize::from(u8_at(b, off + 1)?) + 1) * 8,
+            44 => return Err(ParseError::Fragment),
+            // Authentication header: length in 4-octet units, not counting the first 2.
+            51 => (usize::from(u8_at(b, off + 1)?) + 2) * 4,
+            _ => break,
+        };
+        skipped += 1;
+        if skipped > MAX_IPV6_EXT {
+            return Err(ParseError::Malformed("too many IPv6 extension headers"));
+        }
+        next = u8_at(b, off)?;
+        off += len;
+        if off > b.len() {
+            return Err(ParseError::Truncated);
+        }
+    }
+    let mut info = empty_info(IpVersion::V6, l3, frame_len);
+    info.dscp = tc >> 2;
+    info.ecn = Ecn::from_bits(tc);
+    info.ip_len = total as u32;
+    info.flow = FlowKey::new(src.into(), dst.into(), next, 0, 0);
+    parse_l4(b, off, next, &mut info)?;
+    Ok(info)
+}
+
+/// Fill ports, flags and lengths from the transport header at `off`; `b` ends
+/// at the end of the IP datagram.
+fn parse_l4(b: &[u8], off: usize, proto: u8, info: &mut PacketInfo) -> Result<(), ParseError> {
+    info.l4_offset = off.min(u16::MAX as usize) as u16;
+    let remaining = b.len().saturating_sub(off);
+    match proto {
+        PROTO_UDP => {
+            info.flow.src_port = u16_at(b, off)?;
+            info.flow.dst_port = u16_at(b, off + 2)?;
+            let ulen = usize::from(u16_at(b, off + 4)?);
+            if ulen < 8 {
+                return Err(ParseError::Malformed("UDP length < 8"));
+            }
+            if ulen > remaining {
+                return Err(ParseError::Truncated);
+            }
+            info.payload_len = (ulen - 8) as u32;
+        }
+        PROTO_TCP => {
+            info.flow.src_port = u16_at(b, off)?;
+            info.flow.dst_port = u16_at(b, off + 2)?;
+            let doff = usize::from(u8_at(b, off + 12)? >> 4) * 4;
+            if doff < 20 {
+                return Err(ParseError::Malformed("TCP data offset < 5"));
+            }
+            if doff > remaining {
+                return Err(ParseError::Truncated);
+            }
+            info.tcp_flags = u8_at(b, off + 13)?;
+            info.payload_len = (remaining - doff) as u32;
+        }
+        _ => info.payload_len = remaining as u32,
+    }
+    Ok(())
+}
+
+/// Set the ECN field of the IP header at `info.l3_offset` to CE in place,
+/// updating the IPv4 header checksum incrementally (RFC 1624, eqn. 3).
+/// Returns `false` (and changes nothing) if the packet is not ECN-capable or
+/// the frame is shorter than the header.
+pub fn set_ce_in_frame(frame: &mut [u8], info: &PacketInfo) -> bool {
+    if !info.ecn.is_capable() {
+        return false;
+    }
+    let l3 = usize::from(info.l3_offset);
+    match info.version {
+        IpVersion::V4 => {
+            if frame.len() < l3 + 20 {
+                return false;
+            }
+            let old_word = u16::from_be_bytes([frame[l3], frame[l3 + 1]]);
+            frame[l3 + 1] |= 0b11;
+            let new_word = u16::from_be_bytes([frame[l3], frame[l3 + 1]]);
+            let old_sum = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
+            // HC' = ~(~HC + ~m + m')
+            let mut sum = u32::from(!old_sum) + u32::from(!old_word) + u32::from(new_word);
+            while sum > 0xFFFF {
+                sum = (sum & 0xFFFF) + (sum >> 16);
+            }
+            let new_sum = !(sum as u16);
+            frame[l3 + 10..l3 + 12].copy_from_slice(&new_sum.to_be_bytes());
+            true
+        }
+        IpVersion::V6 => {
+            if frame.len() < l3 + 2 {
+                return false;
+            }
+            // Traffic class spans the low nibble of byte 0 and the high nibble of byte 1;
+            // the ECN bits are bits 4-5 of byte 1.
+            frame[l3 + 1] |= 0b0011_0000;
+            true
+        }
+    }
+}
+
+/// Frame builders used by tests, benches and the emulator's synthetic traffic.
+pub mod build {
+    use super::*;
+
+    /// IPv4 header checksum (RFC 1071) over `header`.
+    pub fn ipv4_checksum(header: &[u8]) -> u16 {
+        let mut sum: u32 = 0;
+        for pair in header.chunks(2) {
+            let word = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
+            sum += u32::from(word);
+        }
+        while sum > 0xFFFF {
+            sum = (sum & 0xFFFF) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    /// An Ethernet + IPv4 + UDP frame with `payload` bytes of zeros.
+    pub fn udp4(key: &FlowKey, tos: u8, payload: usize) -> Vec<u8> {
+        let src = match key.src_ip() {
+            IpAddr::V4(a) => a.octets(),
+            IpAddr::V6(_) => [0; 4],
+        };
+        let dst = match key.dst_ip() {
+            IpAddr::V4(a) => a.octets(),
+            IpAddr::V6(_) => [0; 4],
+        };
+        let total = 20 + 8 + payload;
+        let mut f = Vec::with_capacity(14 + total);
+        f.extend_from_slice(&[0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00]);
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[1] = tos;
+        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = PROTO_UDP;
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
+        let ck = ipv4_checksum(&ip);
+        ip[10..12].copy_from_slice(&ck.to_be_bytes());
+        f.extend_from_slice(&ip);
+        f.extend_from_slice(&key.src_port.to_be_bytes());
+        f.extend_from_slice(&key.dst_port.to_be_bytes());
+        f.extend_from_slice(&((8 + payload) as u16).to_be_bytes());
+        f.extend_from_slice(&[0, 0]);
+        f.resize(14 + total, 0);
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build::*;
+    use super::*;
+
+    fn key4() -> FlowKey {
+        FlowKey::new(
+            "10.0.0.1".parse().unwrap(),
+            "10.0.0.2".parse().unwrap(),
+            PROTO_UDP,
+            1234,
+            443,
+        )
+    }
+
+    #[test]
+    fn ipv4_udp_fields_and_vlan() {
+        let f = udp4(&key4(), (2 << 2) | 0b10, 100);
+        let info = parse_ethernet(&f).unwrap();
+        assert_eq!(info.flow, key4());
+        assert_eq!(info.dscp, 2);
+        assert_eq!(info.ecn, Ecn::Ect0);
+        assert_eq!(info.ip_len, 128);
+        assert_eq!(info.payload_len, 100);
+        assert_eq!(info.vlan, None);
+        // Insert an 802.1Q tag with VLAN 42.
+        let mut tagged = f[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0x00, 0x00, 42]);
+        tagged.extend_from_slice(&f[12..]);
+        let t = parse_ethernet(&tagged).unwrap();
+        assert_eq!(t.vlan, Some(42));
+        assert_eq!(t.flow, key4());
+        assert_eq!(t.l3_offset, 18);
+    }
+
+    #[test]
+    fn ipv4_options_fragments_and_truncation() {
+        let f = udp4(&key4(), 0, 10);
+        // Rebuild with 8 bytes of options (IHL 7).
+        let mut o = f[..14].to_vec();
+        let mut ip = f[14..34].to_vec();
+        ip[0] = 0x47;
+        let total = u16::from_be_bytes([ip[2], ip[3]]) + 8;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip.extend_from_slice(&[1, 1, 1, 1, 1, 1, 1, 0]);
+        o.extend_from_slice(&ip);
+        o.extend_from_slice(&f[34..]);
+        let info = parse_ethernet(&o).unwrap();
+        assert_eq!(info.flow, key4());
+        assert_eq!(info.l4_offset, 14 + 28);
+        let mut frag = f.clone();
+        frag[14 + 6] = 0x20; // MF
+        assert_eq!(parse_ethernet(&frag), Err(ParseError::Fragment));
+        assert_eq!(
+            parse_ethernet(&f[..f.len() - 1]),
+            Err(ParseError::Truncated)
+        );
+        let mut arp = f.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(parse_ethernet(&arp), Err(ParseError::NotIp(0x0806)));
+        let mut bad = f.clone();
+        bad[14] = 0x44;
+        assert!(matches!(
+            parse_ethernet(&bad),
+            Err(ParseError::Malformed(_))
+        ));
+        // Ethernet padding after the datagram is fine.
+        let mut padded = f.clone();
+        padded.extend_from_slice(&[0; 20]);
+        assert_eq!(parse_ethernet(&padded).unwrap().flow, key4());
+    }
+
+    fn ipv6_tcp(ext: &[u8], first_next: u8) -> Vec<u8> {
+        let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x86, 0xDD];
+        let tcp_len = 20 + 5;
+        let payload = ext.len() + tcp_len;
+        // version 6, traffic class 0x0A (DSCP 2, ECT(0))
+        f.extend_from_slice(&[0x60, 0xA0, 0, 0]);
+        f.extend_from_slice(&(payload as u16).to_be_bytes());
+        f.extend_from_slice(&[first_next, 64]);
+        f.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        f.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        f.extend_from_slice(ext);
+        let mut tcp = [0u8; 20];
+        tcp[0..2].copy_from_slice(&5000u16.to_be_bytes());
+        tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
+        tcp[12] = 5 << 4;
+        tcp[13] = 0x11; // FIN|ACK
+        f.extend_from_slice(&tcp);
+        f.extend_from_slice(&[9; 5]);
+        f
+    }
+
+    #[test]
+    fn ipv6_extension_headers_are_skipped() {
+        // Hop-by-hop (8 bytes) -> destination options (16 bytes) -> TCP.
+        let mut ext = vec![60, 0, 1, 4, 0, 0, 0, 0];
+        ext.extend_from_slice(&[PROTO_TCP, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let f = ipv6_tcp(&ext, 0);
+        let info = parse_ethernet(&f).unwrap();
+        assert_eq!(info.flow.proto, PROTO_TCP);
+        assert_eq!((info.flow.src_port, info.flow.dst_port), (5000, 80));
+        assert_eq!(info.dscp, 2);
+        assert_eq!(info.ecn, Ecn::Ect0);
+        assert_eq!(info.payload_len, 5);
+        assert!(info.is_flow_end());
+        assert_eq!(info.flow.src_ip().to_string(), "2001:db8::1");
+        // A fragment header is classified as a fragment.
+        let frag = ipv6_tcp(&[PROTO_TCP, 0, 0, 0, 0, 0, 0, 1], 44);
+        assert_eq!(parse_ethernet(&frag), Err(ParseError::Fragment));
+        // An extension header whose length runs past the packet is truncated.
+        let bad = ipv6_tcp(&[PROTO_TCP, 200, 0, 0, 0, 0, 0, 0], 0);
+        assert_eq!(parse_ethernet(&bad), Err(ParseError::Truncated));
+    }
+
+    #[test]
+    fn set_ce_keeps_ipv4_checksum_valid() {
+        let mut f = udp4(&key4(), 0b01, 30);
+        let info = parse_ethernet(&f).unwrap();
+        assert!(set_ce_in_frame(&mut f, &info));
+        assert_eq!(parse_ethernet(&f).unwrap().ecn, Ecn::Ce);
+        assert_eq!(
+            ipv4_checksum(&f[14..34]),
+            0,
+            "checksum over header must verify"
+        );
+        let mut n = udp4(&key4(), 0, 30);
+        let ni = parse_ethernet(&n).unwrap();
+        assert!(!set_ce_in_frame(&mut n, &ni));
+        let mut v6 = ipv6_tcp(&[], PROTO_TCP);
+        let i6 = parse_ethernet(&v6).unwrap();
+        assert!(set_ce_in_frame(&mut v6, &i6));
+        let after = parse_ethernet(&v6).unwrap();
+        assert_eq!((after.ecn, after.dscp), (Ecn::Ce, 2));
+    }
+
+    #[test]
+    fn stats_count_every_class() {
+        let mut s = ParseStats::default();
+        let f = udp4(&key4(), 0, 0);
+        for frame in [&f[..], &f[..5], &[0u8; 60][..]] {
+            s.record(&parse_ethernet(frame));
+        }
+        assert_eq!((s.ok, s.truncated, s.not_ip, s.total()), (1, 1, 1, 3));
+    }
+}

@@ -1,0 +1,171 @@
+//! A router port: classify -> delay -> discipline -> shaper -> TX.
+//!
+//! [`Port::classify`] parses a frame ([`crate::packet`]), hashes its 5-tuple
+//! ([`crate::flow`]) and assigns its variant ([`crate::classify`]), giving the
+//! [`PacketMeta`] the caller stores in its packet handle; unparsable frames
+//! are counted ([`ParseStats`] and [`DropReason::Unparsable`]) and left to the
+//! caller to free. [`Port::receive`] puts a handle in the [`DelayLine`];
+//! [`Port::poll`] moves due packets into the discipline and transmits while
+//! the [`TokenBucket`] allows. A packet dequeued while the bucket is short
+//! waits in a one-packet transmit slot (like a NIC's TX descriptor).
+//!
+//! Accounting: `received == transmitted + dropped + in_flight()` at all times,
+//! where `in_flight` counts the delay line, the discipline and the TX slot.
+//! Everything is driven by `now`; [`Port::next_event`] tells an event loop or
+//! the emulator when to call `poll` again.
+
+use tollgate_cca::Time;
+
+use crate::classify::Classifier;
+use crate::delay::{DelayConfig, DelayLine};
+use crate::flow::FlowHasher;
+use crate::packet::{parse_ethernet, ParseError, ParseStats};
+use crate::qdisc::{ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict};
+use crate::shaper::{ShaperConfig, TokenBucket};
+
+/// Where a port sends its packets.
+pub trait Sink<P> {
+    /// A packet leaves on the wire at `now`.
+    fn transmit(&mut self, packet: P, now: Time);
+    /// A packet was dropped; the sink frees it.
+    fn drop(&mut self, packet: P, reason: DropReason);
+}
+
+/// A router egress port.
+#[derive(Debug)]
+pub struct Port<P, Q> {
+    classifier: Classifier,
+    hasher: FlowHasher,
+    delay: DelayLine<P>,
+    qdisc: Q,
+    shaper: TokenBucket,
+    slot: Option<P>,
+    parse: ParseStats,
+    counters: Counters,
+}
+
+impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
+    /// A port around `qdisc`.
+    pub fn new(
+        classifier: Classifier,
+        hash_seed: u64,
+        delay: &DelayConfig,
+        qdisc: Q,
+        shaper: &ShaperConfig,
+    ) -> Result<Self, ConfigError> {
+        Ok(Port {
+            classifier,
+            hasher: FlowHasher::new(hash_seed),
+            delay: DelayLine::new(delay)?,
+            qdisc,
+            shaper: TokenBucket::new(shaper)?,
+            slot: None,
+            parse: ParseStats::default(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Parse and classify a frame. An error counts the frame as received and
+    /// dropped ([`DropReason::Unparsable`]); the caller frees it.
+    pub fn classify(&mut self, frame: &[u8]) -> Result<PacketMeta, ParseError> {
+        let result = parse_ethernet(frame);
+        self.parse.record(&result);
+        match result {
+            Ok(info) => {
+                let variant = self.classifier.classify(&info);
+                Ok(PacketMeta::from_info(
+                    &info,
+                    self.hasher.hash(&info.flow),
+                    variant,
+                ))
+            }
+            Err(e) => {
+                let len = frame.len().min(u32::MAX as usize) as u32;
+                self.counters.on_receive(len);
+                self.counters.on_drop(DropReason::Unparsable, len);
+                Err(e)
+            }
+        }
+    }
+
+    /// Accept a classified packet at `now` into the delay line.
+    pub fn receive(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        if let Err(p) = self.delay.push(packet, now) {
+            self.counters.on_drop(DropReason::DelayLineFull, len);
+            sink.drop(p, DropReason::DelayLineFull);
+        }
+    }
+
+    /// Move due packets through the discipline and transmit what the shaper allows.
+    pub fn poll(&mut self, now: Time, sink: &mut impl Sink<P>) {
+        self.qdisc.poll(now);
+        while let Some(p) = self.delay.pop_ready(now) {
+            if let Verdict::Dropped {
+                reason,
+                packet,
+                victim,
+            } = self.qdisc.enqueue(p, now)
+            {
+                self.counters.on_drop(reason, packet.len_bytes());
+                sink.drop(packet, reason);
+                if let Some(v) = victim {
+                    self.counters.on_drop(reason, v.len_bytes());
+                    sink.drop(v, reason);
+                }
+            }
+        }
+        loop {
+            if self.slot.is_none() {
+                self.slot = self.qdisc.dequeue(now);
+            }
+            let Some(p) = self.slot.take() else { break };
+            if self.shaper.try_consume(p.len_bytes(), now) {
+                self.counters.on_dequeue(p.len_bytes());
+                sink.transmit(p, now);
+            } else {
+                self.slot = Some(p);
+                break;
+            }
+        }
+    }
+
+    /// When `poll` next has work: a packet leaving the delay line, or the
+    /// shaper releasing the waiting packet.
+    pub fn next_event(&self) -> Option<Time> {
+        let tx = self
+            .slot
+            .as_ref()
+            .map(|p| self.shaper.ready_at(p.len_bytes()));
+        match (self.delay.next_release(), tx) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Packets inside the port (delay line + discipline + TX slot).
+    pub fn in_flight(&self) -> usize {
+        self.delay.len() + self.qdisc.len() + usize::from(self.slot.is_some())
+    }
+
+    /// Port counters: `dequeued` counts transmitted packets.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Parse outcomes.
+    pub fn parse_stats(&self) -> &ParseStats {
+        &self.parse
+    }
+
+    /// The discipline.
+    pub fn qdisc(&self) -> &Q {
+        &self.qdisc
+    }
+
+    /// The discipline, mutably.
+    pub fn qdisc_mut(&mut self) -> &mut Q {
+        &mut self.qdisc
+    }
+}

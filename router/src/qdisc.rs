@@ -1,0 +1,462 @@
+//! The queue-discipline interface shared by every discipline.
+//!
+//! - [`PacketHandle`]: what a discipline needs from a packet (length, flow
+//!   hash, variant, ECN capability and a way to set CE). The DPDK dataplane
+//!   implements it for its mbuf wrapper; the emulator and the tests use
+//!   [`PacketMeta`] (metadata only) or [`Frame`] (metadata plus bytes).
+//! - [`Qdisc`]: `enqueue(packet, now) -> Verdict`, `dequeue(now)`, lengths,
+//!   [`Counters`] per [`DropReason`], and `poll(now)` for disciplines with a
+//!   control loop. A discipline never reads a clock and never allocates per
+//!   packet: its queues are rings allocated at construction.
+//! - [`ConfigError`]: a bad parameter, naming the field, the value and the
+//!   valid range.
+//!
+//! Accounting is exact: at any moment
+//! `received == dequeued + dropped_total() + len()` (and the same in bytes),
+//! where a packet dropped from inside the queue (a CHOKe victim) counts as
+//! dropped, not dequeued. Every dropped handle is handed back to the caller in
+//! the [`Verdict`] so it can be freed (an mbuf must go back to its pool).
+
+use std::fmt;
+
+use tollgate_cca::{Time, VariantId};
+
+use crate::packet::{set_ce_in_frame, Ecn, PacketInfo};
+
+/// What a queue discipline needs to know about a packet.
+pub trait PacketHandle {
+    /// Length in bytes, as counted against byte limits and rates (the frame length).
+    fn len_bytes(&self) -> u32;
+    /// A seeded hash of the packet's 5-tuple (see [`crate::flow::FlowHasher`]).
+    fn flow_hash(&self) -> u64;
+    /// The congestion-control variant of the packet's flow.
+    fn variant(&self) -> VariantId;
+    /// Whether the packet may be ECN-marked instead of dropped.
+    fn ecn_capable(&self) -> bool;
+    /// Set the ECN field to CE; returns whether the packet was marked.
+    fn set_ce(&mut self) -> bool;
+    /// Whether the packet ends its flow (TCP FIN or RST). Default: never.
+    fn flow_end(&self) -> bool {
+        false
+    }
+    /// Whether two packets belong to the same flow. The default compares the
+    /// 64-bit flow hashes; a handle holding the full 5-tuple may compare it.
+    fn same_flow(&self, other: &Self) -> bool {
+        self.flow_hash() == other.flow_hash()
+    }
+}
+
+/// Packet metadata, usable on its own as a packet handle (the emulator and the
+/// tests carry no bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// Length in bytes.
+    pub len: u32,
+    /// Seeded 5-tuple hash.
+    pub flow_hash: u64,
+    /// Variant of the flow.
+    pub variant: VariantId,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// TCP FIN / RST seen.
+    pub flow_end: bool,
+    /// Free for the caller (sequence number, flow index, send time...).
+    pub tag: u64,
+}
+
+impl Default for PacketMeta {
+    fn default() -> Self {
+        PacketMeta {
+            len: 0,
+            flow_hash: 0,
+            variant: VariantId::UNMARKED,
+            ecn: Ecn::NotEct,
+            flow_end: false,
+            tag: 0,
+        }
+    }
+}
+
+impl PacketMeta {
+    /// Metadata for a parsed packet.
+    pub fn from_info(info: &PacketInfo, flow_hash: u64, variant: VariantId) -> Self {
+        PacketMeta {
+            len: info.frame_len,
+            flow_hash,
+            variant,
+            ecn: info.ecn,
+            flow_end: info.is_flow_end(),
+            tag: 0,
+        }
+    }
+}
+
+impl PacketHandle for PacketMeta {
+    #[inline]
+    fn len_bytes(&self) -> u32 {
+        self.len
+    }
+    #[inline]
+    fn flow_hash(&self) -> u64 {
+        self.flow_hash
+    }
+    #[inline]
+    fn variant(&self) -> VariantId {
+        self.variant
+    }
+    #[inline]
+    fn ecn_capable(&self) -> bool {
+        self.ecn.is_capable()
+    }
+    #[inline]
+    fn set_ce(&mut self) -> bool {
+        if self.ecn.is_capable() {
+            self.ecn = Ecn::Ce;
+            true
+        } else {
+            false
+        }
+    }
+    #[inline]
+    fn flow_end(&self) -> bool {
+        self.flow_end
+    }
+}
+
+/// A packet with its bytes: setting CE rewrites the IP header in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Parsed metadata.
+    pub meta: PacketMeta,
+    /// The parse result the metadata came from (for the header offsets).
+    pub info: PacketInfo,
+    /// The Ethernet frame.
+    pub bytes: Box<[u8]>,
+}
+
+impl PacketHandle for Frame {
+    fn len_bytes(&self) -> u32 {
+        self.meta.len
+    }
+    fn flow_hash(&self) -> u64 {
+        self.meta.flow_hash
+    }
+    fn variant(&self) -> VariantId {
+        self.meta.variant
+    }
+    fn ecn_capable(&self) -> bool {
+        self.meta.ecn.is_capable()
+    }
+    fn set_ce(&mut self) -> bool {
+        if set_ce_in_frame(&mut self.bytes, &self.info) {
+            self.meta.ecn = Ecn::Ce;
+            self.info.ecn = Ecn::Ce;
+            true
+        } else {
+            false
+        }
+    }
+    fn flow_end(&self) -> bool {
+        self.meta.flow_end
+    }
+    fn same_flow(&self, other: &Self) -> bool {
+        self.info.flow == other.info.flow
+    }
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The queue's hard limit (packets or bytes) was reached: tail drop.
+    Overlimit,
+    /// RED / CHOKe probabilistic early drop.
+    Early,
+    /// RED / CHOKe forced drop (average above `max_th`, or `2 max_th` when gentle).
+    Forced,
+    /// CHOKe: the arrival matched a random queued packet of its flow (both dropped).
+    ChokeMatch,
+    /// Cebinae: over the class's leaky-bucket allowance (the tax).
+    Tax,
+    /// RRMQS feedback: the variant used more than its fair share last window.
+    Feedback,
+    /// Port: the frame could not be parsed (see [`crate::packet::ParseError`]).
+    Unparsable,
+    /// Port: the delay line was full.
+    DelayLineFull,
+}
+
+impl DropReason {
+    /// Number of reasons (the size of [`Counters::dropped`]).
+    pub const COUNT: usize = 8;
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; DropReason::COUNT] = [
+        DropReason::Overlimit,
+        DropReason::Early,
+        DropReason::Forced,
+        DropReason::ChokeMatch,
+        DropReason::Tax,
+        DropReason::Feedback,
+        DropReason::Unparsable,
+        DropReason::DelayLineFull,
+    ];
+
+    /// Index into [`Counters::dropped`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A short lowercase name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::Overlimit => "overlimit",
+            DropReason::Early => "early",
+            DropReason::Forced => "forced",
+            DropReason::ChokeMatch => "choke_match",
+            DropReason::Tax => "tax",
+            DropReason::Feedback => "feedback",
+            DropReason::Unparsable => "unparsable",
+            DropReason::DelayLineFull => "delay_line_full",
+        }
+    }
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The outcome of an enqueue.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a dropped packet handle must be freed by the caller"]
+pub enum Verdict<P> {
+    /// The packet was queued unchanged.
+    Queued,
+    /// The packet was queued and marked CE instead of being dropped.
+    Marked,
+    /// The packet was dropped; `victim` is a queued packet dropped with it
+    /// (CHOKe's matched pair), counted under the same reason.
+    Dropped {
+        /// Why.
+        reason: DropReason,
+        /// The arriving packet, handed back.
+        packet: P,
+        /// A packet removed from the queue together with the arrival.
+        victim: Option<P>,
+    },
+}
+
+impl<P> Verdict<P> {
+    /// Whether the arriving packet was queued (marked or not).
+    pub fn is_queued(&self) -> bool {
+        !matches!(self, Verdict::Dropped { .. })
+    }
+
+    /// The drop reason, if the arrival was dropped.
+    pub fn drop_reason(&self) -> Option<DropReason> {
+        match self {
+            Verdict::Dropped { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+}
+
+/// Packet and byte counters of a discipline (or a port).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets offered to `enqueue`.
+    pub received: u64,
+    /// Bytes offered to `enqueue`.
+    pub received_bytes: u64,
+    /// Packets handed out by `dequeue`.
+    pub dequeued: u64,
+    /// Bytes handed out by `dequeue`.
+    pub dequeued_bytes: u64,
+    /// Packets queued with a CE mark (they are also queued, then dequeued).
+    pub marked: u64,
+    /// Dropped packets per [`DropReason::index`].
+    pub dropped: [u64; DropReason::COUNT],
+    /// Dropped bytes per [`DropReason::index`].
+    pub dropped_bytes: [u64; DropReason::COUNT],
+}
+
+impl Counters {
+    /// Count an arrival.
+    #[inline]
+    pub fn on_receive(&mut self, len: u32) {
+        self.received += 1;
+        self.received_bytes += u64::from(len);
+    }
+
+    /// Count a departure.
+    #[inline]
+    pub fn on_dequeue(&mut self, len: u32) {
+        self.dequeued += 1;
+        self.dequeued_bytes += u64::from(len);
+    }
+
+    /// Count a drop.
+    #[inline]
+    pub fn on_drop(&mut self, reason: DropReason, len: u32) {
+        self.dropped[reason.index()] += 1;
+        self.dropped_bytes[reason.index()] += u64::from(len);
+    }
+
+    /// Drops for one reason.
+    pub fn dropped_for(&self, reason: DropReason) -> u64 {
+        self.dropped[reason.index()]
+    }
+
+    /// All dropped packets.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.iter().sum()
+    }
+
+    /// All dropped bytes.
+    pub fn dropped_bytes_total(&self) -> u64 {
+        self.dropped_bytes.iter().sum()
+    }
+}
+
+/// A queue discipline over packet handles `P`.
+///
+/// Object safe: a port may hold a `Box<dyn Qdisc<P>>` chosen at run time.
+pub trait Qdisc<P: PacketHandle> {
+    /// Offer a packet arriving at `now`.
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P>;
+    /// Take the next packet to transmit at `now`, if any.
+    fn dequeue(&mut self, now: Time) -> Option<P>;
+    /// Queued packets.
+    fn len(&self) -> usize;
+    /// Queued bytes.
+    fn bytes(&self) -> u64;
+    /// Whether nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Counters since construction.
+    fn counters(&self) -> &Counters;
+    /// Advance timers (control loops, measurement windows) to `now` without
+    /// a packet event. Disciplines without timers ignore it.
+    fn poll(&mut self, now: Time) {
+        let _ = now;
+    }
+    /// The discipline's name (`droptail`, `red`, ...).
+    fn name(&self) -> &'static str;
+}
+
+impl<P: PacketHandle, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
+        (**self).enqueue(packet, now)
+    }
+    fn dequeue(&mut self, now: Time) -> Option<P> {
+        (**self).dequeue(now)
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn bytes(&self) -> u64 {
+        (**self).bytes()
+    }
+    fn counters(&self) -> &Counters {
+        (**self).counters()
+    }
+    fn poll(&mut self, now: Time) {
+        (**self).poll(now)
+    }
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+}
+
+/// A configuration parameter out of its valid range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The discipline (`red`, `cebinae`...).
+    pub discipline: &'static str,
+    /// The parameter's name.
+    pub field: &'static str,
+    /// The offending value, printed.
+    pub value: String,
+    /// The valid range, in words (`"(0, 1]"`, `"> min_th"`).
+    pub valid: String,
+}
+
+impl ConfigError {
+    /// A new error.
+    pub fn new(
+        discipline: &'static str,
+        field: &'static str,
+        value: impl fmt::Display,
+        valid: impl Into<String>,
+    ) -> Self {
+        ConfigError {
+            discipline,
+            field,
+            value: value.to_string(),
+            valid: valid.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: `{}` = {} is out of range; valid: {}",
+            self.discipline, self.field, self.value, self.valid
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Check helpers for `validate()` implementations.
+pub(crate) mod check {
+    use super::ConfigError;
+
+    /// `lo <= v <= hi` (finite).
+    pub fn range(
+        d: &'static str,
+        field: &'static str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+    ) -> Result<(), ConfigError> {
+        if v.is_finite() && v >= lo && v <= hi {
+            Ok(())
+        } else {
+            Err(ConfigError::new(d, field, v, format!("[{lo}, {hi}]")))
+        }
+    }
+
+    /// `lo < v <= hi` (finite).
+    pub fn open_closed(
+        d: &'static str,
+        field: &'static str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+    ) -> Result<(), ConfigError> {
+        if v.is_finite() && v > lo && v <= hi {
+            Ok(())
+        } else {
+            Err(ConfigError::new(d, field, v, format!("({lo}, {hi}]")))
+        }
+    }
+
+    /// `lo <= v <= hi` for integers.
+    pub fn int(
+        d: &'static str,
+        field: &'static str,
+        v: u64,
+        lo: u64,
+        hi: u64,
+    ) -> Result<(), ConfigError> {
+        if (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err(ConfigError::new(d, field, v, format!("{lo} ..= {hi}")))
+        }
+    }
+}

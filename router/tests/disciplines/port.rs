@@ -1,0 +1,136 @@
+//! The port pipeline: the shaper's output rate and the delay line's added
+//! delay match the configuration within one packet time; accounting is exact.
+
+use std::time::Duration;
+
+use tollgate_cca::{Time, VariantId};
+use tollgate_router::classify::Classifier;
+use tollgate_router::delay::DelayConfig;
+use tollgate_router::droptail::{DropTail, DropTailConfig};
+use tollgate_router::packet::{build, FlowKey, PROTO_UDP};
+use tollgate_router::port::{Port, Sink};
+use tollgate_router::shaper::ShaperConfig;
+use tollgate_router::{DropReason, PacketMeta, Qdisc};
+
+use crate::common::vpkt;
+
+#[derive(Default)]
+struct Record {
+    tx: Vec<(Time, PacketMeta)>,
+    dropped: Vec<(PacketMeta, DropReason)>,
+}
+
+impl Sink<PacketMeta> for Record {
+    fn transmit(&mut self, p: PacketMeta, now: Time) {
+        self.tx.push((now, p));
+    }
+    fn drop(&mut self, p: PacketMeta, reason: DropReason) {
+        self.dropped.push((p, reason));
+    }
+}
+
+fn port(delay: DelayConfig, rate_bps: f64, burst: u64) -> Port<PacketMeta, DropTail<PacketMeta>> {
+    let q = DropTail::new(&DropTailConfig::default()).unwrap();
+    Port::new(
+        Classifier::dscp(),
+        9,
+        &delay,
+        q,
+        &ShaperConfig {
+            rate_bps,
+            burst_bytes: burst,
+        },
+    )
+    .unwrap()
+}
+
+/// Run the port's event loop until it is idle.
+fn drain(p: &mut Port<PacketMeta, DropTail<PacketMeta>>, sink: &mut Record, mut now: Time) {
+    p.poll(now, sink);
+    while let Some(next) = p.next_event() {
+        now = next.max(now);
+        p.poll(now, sink);
+    }
+}
+
+#[test]
+fn shaper_rate_and_delay_match_configuration() {
+    let delay = Duration::from_millis(10);
+    let rate = 10e6; // 1500 B take 1.2 ms
+    let mut p = port(
+        DelayConfig {
+            delay,
+            ..DelayConfig::default()
+        },
+        rate,
+        1500,
+    );
+    let mut sink = Record::default();
+    let n = 200u64;
+    for i in 0..n {
+        p.receive(vpkt(i, VariantId::UNMARKED, 1500), Time::ZERO, &mut sink);
+    }
+    drain(&mut p, &mut sink, Time::ZERO);
+    assert_eq!(sink.tx.len(), n as usize);
+    let pkt_time = 1500.0 * 8.0 / rate * 1e9;
+    // The first packet leaves after exactly the propagation delay (the bucket is full).
+    let first = sink.tx[0].0.as_nanos() as f64;
+    assert!(
+        (first - delay.as_nanos() as f64).abs() <= pkt_time,
+        "first at {first}"
+    );
+    // Then one packet per packet time: each departure within one packet time of the ideal.
+    for (k, (t, _)) in sink.tx.iter().enumerate() {
+        let ideal = delay.as_nanos() as f64 + k as f64 * pkt_time;
+        assert!(
+            (t.as_nanos() as f64 - ideal).abs() <= pkt_time,
+            "packet {k}: {t:?} vs {ideal}"
+        );
+    }
+    let span = (sink.tx[n as usize - 1].0.as_nanos() - sink.tx[0].0.as_nanos()) as f64 / 1e9;
+    let measured = (n - 1) as f64 * 1500.0 * 8.0 / span;
+    assert!((measured - rate).abs() / rate < 0.01, "rate {measured}");
+    assert_eq!(p.counters().dequeued, n);
+}
+
+#[test]
+fn per_class_delay_and_accounting() {
+    let cfg = DelayConfig {
+        delay: Duration::from_millis(5),
+        class_delays: vec![(VariantId::CUBIC, Duration::from_millis(50))],
+        ..DelayConfig::default()
+    };
+    let mut p = port(cfg, 1e9, 100_000);
+    let mut sink = Record::default();
+    p.receive(vpkt(1, VariantId::CUBIC, 100), Time::ZERO, &mut sink);
+    p.receive(vpkt(2, VariantId::NEWRENO, 100), Time::ZERO, &mut sink);
+    drain(&mut p, &mut sink, Time::ZERO);
+    let at = |tag| sink.tx.iter().find(|(_, m)| m.tag == tag).unwrap().0;
+    assert_eq!(at(2), Time::from_millis(5));
+    assert_eq!(at(1), Time::from_millis(50));
+
+    // Frames through classify: a bad frame is counted as received and dropped.
+    let key = FlowKey::new(
+        "10.0.0.1".parse().unwrap(),
+        "10.0.0.2".parse().unwrap(),
+        PROTO_UDP,
+        1,
+        2,
+    );
+    let frame = build::udp4(&key, VariantId::LIBRA.dscp() << 2, 100);
+    let meta = p.classify(&frame).unwrap();
+    assert_eq!(meta.variant, VariantId::LIBRA);
+    assert_eq!(meta.len as usize, frame.len());
+    assert!(p.classify(&frame[..20]).is_err());
+    p.receive(meta, Time::from_millis(60), &mut sink);
+    drain(&mut p, &mut sink, Time::from_millis(60));
+    let c = p.counters();
+    assert_eq!(c.received, 4);
+    assert_eq!(c.dropped_for(DropReason::Unparsable), 1);
+    assert_eq!(
+        c.received,
+        c.dequeued + c.dropped_total() + p.in_flight() as u64
+    );
+    assert_eq!(p.parse_stats().truncated, 1);
+    assert_eq!(p.qdisc().counters().dequeued, 3);
+}

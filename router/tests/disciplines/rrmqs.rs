@@ -1,0 +1,221 @@
+//! RRMQS: at most C_f flows per measuring queue, the dequeue probability, the
+//! meter's index I and J, and the feedback loop.
+
+use std::time::Duration;
+
+use tollgate_cca::{Time, VariantId};
+use tollgate_router::rrmqs::{Feedback, Rrmqs, RrmqsConfig};
+use tollgate_router::{DropReason, PacketMeta, Qdisc};
+
+use crate::common::{assert_accounting, vpkt};
+
+const A: VariantId = VariantId::NEWRENO;
+const B: VariantId = VariantId::CUBIC;
+const C: VariantId = VariantId::VEGAS;
+
+fn cfg() -> RrmqsConfig {
+    RrmqsConfig {
+        variants: vec![A, B, C],
+        flows_per_queue: 2,
+        packets_per_queue: 1000,
+        main_limit: 10_000,
+        window: Duration::from_millis(100),
+        ..RrmqsConfig::default()
+    }
+}
+
+#[test]
+fn at_most_c_f_flows_per_measuring_queue() {
+    let mut q = Rrmqs::new(&cfg()).unwrap();
+    // Ten flows of variant A, five packets each, interleaved.
+    for round in 0..5u64 {
+        for flow in 0..10u64 {
+            assert!(q
+                .enqueue(vpkt(flow, A, 100), Time::from_micros(round * 10 + flow))
+                .is_queued());
+        }
+    }
+    assert_eq!(q.measuring_flows(A), 2);
+    // The two first flows measure (2 x 5 packets); the other eight use the main queue.
+    assert_eq!(q.queue_lens(A), (40, 10));
+    assert_eq!(q.measuring_flows(B), 0);
+    // A flow that ends (FIN) frees its slot for a new flow.
+    let fin = PacketMeta {
+        flow_end: true,
+        ..vpkt(0, A, 100)
+    };
+    assert!(q.enqueue(fin, Time::from_micros(60)).is_queued());
+    assert_eq!(q.measuring_flows(A), 1);
+    assert!(q
+        .enqueue(vpkt(77, A, 100), Time::from_micros(61))
+        .is_queued());
+    assert_eq!(q.queue_lens(A), (40, 12));
+    // An idle flow is forgotten after the timeout: a new flow takes its place.
+    let late = Time::from_micros(61) + cfg().flow_idle_timeout + Duration::from_millis(1);
+    assert!(q.enqueue(vpkt(99, A, 100), late).is_queued());
+    assert!(q.enqueue(vpkt(98, A, 100), late).is_queued());
+    assert_eq!(q.measuring_flows(A), 2);
+    assert_eq!(q.queue_lens(A).1, 14);
+    assert_accounting(&q);
+}
+
+#[test]
+fn measuring_set_is_served_with_the_configured_probability() {
+    let p = 0.2;
+    let mut q = Rrmqs::new(&RrmqsConfig {
+        rrmqs_probability: Some(p),
+        seed: 3,
+        ..cfg()
+    })
+    .unwrap();
+    // Flows 0 and 1 measure, flows 2..6 go to the main queue; keep both backlogged.
+    let mut t = 0u64;
+    for flow in 0..6u64 {
+        for _ in 0..20 {
+            t += 1;
+            let _ = q.enqueue(vpkt(flow, A, 100), Time::from_nanos(t));
+        }
+    }
+    let n = 20_000u64;
+    let mut from_measuring = 0u64;
+    for _ in 0..n {
+        t += 1;
+        let now = Time::from_nanos(t);
+        let pkt = q.dequeue(now).unwrap();
+        from_measuring += u64::from(pkt.tag < 2);
+        assert!(q.enqueue(vpkt(pkt.tag, A, 100), now).is_queued());
+    }
+    let share = from_measuring as f64 / n as f64;
+    let sigma = (p * (1.0 - p) / n as f64).sqrt();
+    assert!(
+        (share - p).abs() < 5.0 * sigma,
+        "served {share}, configured {p}"
+    );
+    // The default probability is the thesis's 1/51 for main = 50 x the measuring set.
+    let thesis = RrmqsConfig::default();
+    assert!((thesis.probability() - 1.0 / 51.0).abs() < 1e-12);
+}
+
+/// Window 1 traffic: per variant, `rr` packets for each of the 2 measuring
+/// flows and `main` packets for each of `main_flows` main-queue flows.
+fn offer(
+    q: &mut Rrmqs<PacketMeta>,
+    variant: VariantId,
+    base_flow: u64,
+    rr: u64,
+    main: u64,
+    main_flows: u64,
+    t: &mut u64,
+) {
+    // Claim the two measuring slots first.
+    for flow in 0..2 {
+        for _ in 0..rr {
+            *t += 1_000;
+            assert!(q
+                .enqueue(vpkt(base_flow + flow, variant, 100), Time::from_nanos(*t))
+                .is_queued());
+        }
+    }
+    for flow in 2..2 + main_flows {
+        for _ in 0..main {
+            *t += 1_000;
+            assert!(q
+                .enqueue(vpkt(base_flow + flow, variant, 100), Time::from_nanos(*t))
+                .is_queued());
+        }
+    }
+}
+
+#[test]
+fn meter_index_and_feedback() {
+    let c = cfg();
+    let mut q = Rrmqs::new(&c).unwrap();
+    let mut t = 0u64;
+    let _ = q.enqueue(vpkt(1_000, VariantId::UNMARKED, 100), Time::ZERO); // starts window 1 at 0
+                                                                          // A: main flows send 15 per flow, measuring flows 10: i = 1.5.
+    offer(&mut q, A, 100, 10, 15, 4, &mut t);
+    // B: main 5 per flow, measuring 10: i = 0.5.
+    offer(&mut q, B, 200, 10, 5, 3, &mut t);
+    // C: main 10 per flow, measuring 10: i = 1.
+    offer(&mut q, C, 300, 10, 10, 2, &mut t);
+    assert!(t < 100_000_000);
+    // Close window 1.
+    let w2 = Time::from_millis(100);
+    q.poll(w2);
+    let report = q.latest_window();
+    assert_eq!((report.start, report.end), (Time::ZERO, w2));
+    let secs = 0.1;
+    for (v, rr, main, flows, index) in [
+        (A, 10.0, 15.0, 4, 1.5),
+        (B, 10.0, 5.0, 3, 0.5),
+        (C, 10.0, 10.0, 2, 1.0),
+    ] {
+        let w = report.variant(v).unwrap();
+        assert_eq!((w.main_flows, w.rrmqs_flows), (flows, 2), "{v}");
+        assert_eq!(w.main_packets, (main as u64) * flows);
+        assert!(
+            (w.v.unwrap() - main / secs).abs() < 1e-9,
+            "{v}: v = {:?}",
+            w.v
+        );
+        assert!((w.v_prime.unwrap() - rr / secs).abs() < 1e-9);
+        assert!(
+            (w.index.unwrap() - index).abs() < 1e-12,
+            "{v}: i = {:?}",
+            w.index
+        );
+    }
+    let is = [1.5f64, 0.5, 1.0];
+    let jain = is.iter().sum::<f64>().powi(2) / (3.0 * is.iter().map(|i| i * i).sum::<f64>());
+    assert!((report.jain.unwrap() - jain).abs() < 1e-12);
+    assert_eq!(report.variant(A).unwrap().feedback, Feedback::Drop);
+    assert_eq!(report.variant(B).unwrap().feedback, Feedback::Priority);
+    assert_eq!(report.variant(C).unwrap().feedback, Feedback::Normal);
+
+    // Window 2: A's main-queue packets are dropped, its measuring flows are not.
+    let t2 = w2 + Duration::from_millis(1);
+    assert_eq!(
+        q.enqueue(vpkt(102, A, 100), t2).drop_reason(),
+        Some(DropReason::Feedback)
+    );
+    assert!(
+        q.enqueue(vpkt(100, A, 100), t2).is_queued(),
+        "measuring flow unaffected"
+    );
+    // B's packets jump ahead of everything already in the main queue; C's do not.
+    let mut q2 = q;
+    let _ = q2.enqueue(vpkt(302, C, 100), t2);
+    let _ = q2.enqueue(vpkt(202, B, 100), t2);
+    let first = q2.dequeue(t2).unwrap();
+    assert_eq!(first.tag, 202, "prioritised variant served first");
+    assert_eq!(q2.feedback(A), Feedback::Drop);
+    // With no traffic in window 2, window 3 carries no feedback.
+    q2.poll(Time::from_millis(200));
+    assert_eq!(q2.feedback(A), Feedback::Normal);
+    assert!(q2.latest_window().variant(A).unwrap().index.is_none());
+    assert_accounting(&q2);
+}
+
+#[test]
+fn without_feedback_the_meter_only_measures() {
+    let mut q = Rrmqs::new(&RrmqsConfig {
+        feedback: false,
+        ..cfg()
+    })
+    .unwrap();
+    let mut t = 0u64;
+    let _ = q.enqueue(vpkt(1_000, VariantId::UNMARKED, 100), Time::ZERO);
+    offer(&mut q, A, 100, 10, 30, 2, &mut t);
+    q.poll(Time::from_millis(100));
+    assert!((q.latest_window().variant(A).unwrap().index.unwrap() - 3.0).abs() < 1e-12);
+    assert!(q
+        .enqueue(vpkt(102, A, 100), Time::from_millis(101))
+        .is_queued());
+    let e = RrmqsConfig {
+        lower: 2.0,
+        ..cfg()
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!(e.field, "lower");
+}
