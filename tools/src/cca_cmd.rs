@@ -116,7 +116,12 @@ fn parse_loss(text: &str, seed: u64) -> Result<LossPattern> {
     let (kind, value) = text.split_once(':').unwrap_or((text, ""));
     let pattern = match kind {
         "none" => LossPattern::None,
-        "every" => LossPattern::Periodic(parse_duration(value).map_err(anyhow::Error::msg)?),
+        "every" => match parse_duration(value) {
+            Ok(period) if !period.is_zero() => LossPattern::Periodic(period),
+            _ => bail!(
+                "--loss every:PERIOD needs a positive duration such as every:2s, got `{text}`"
+            ),
+        },
         "nth" => match value.parse::<u64>() {
             Ok(n) if n >= 2 => LossPattern::EveryNth(n),
             _ => bail!("--loss nth:N needs a whole number N >= 2, got `{value}`"),
