@@ -38,6 +38,8 @@ pub mod choke;
 pub mod classify;
 pub mod delay;
 pub mod discipline;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod droptail;
 pub mod flow;
 pub mod packet;

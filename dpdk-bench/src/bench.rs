@@ -1,0 +1,272 @@
+//! The benchmark driver: a parent that runs one child per case and prints
+//! the table, and the child that measures one case.
+//!
+//! Cases: `forward` (RX burst -> stamp synthetic frame -> TX burst, nothing
+//! else) and one per discipline through the full dataplane (classify,
+//! delay line, discipline, shaper at line rate, TX). Both stamp the same
+//! synthetic frames over the `net_null` RX mbufs, in both directions between
+//! two ports, so the ratio isolates the pipeline's cost.
+
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use tollgate_router::dpdk::config::{parse_duration, RouterConfig, SyntheticConfig};
+use tollgate_router::dpdk::dataplane::{Router, MAX_BURST};
+use tollgate_router::dpdk::eal::{Eal, EthPort, Mempool};
+use tollgate_router::dpdk::mbuf::Burst;
+use tollgate_router::dpdk::synth::Synth;
+
+const CASES: [&str; 6] = ["forward", "droptail", "red", "choke", "cebinae", "rrmqs"];
+
+struct Opts {
+    seconds: f64,
+    frame_len: u16,
+    flows: u32,
+    child: Option<String>,
+    eal_extra: Vec<String>,
+}
+
+fn parse() -> Result<Opts, String> {
+    let mut o = Opts {
+        seconds: 2.0,
+        frame_len: 64,
+        flows: 1024,
+        child: None,
+        eal_extra: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--seconds" => {
+                o.seconds = val("--seconds")?
+                    .parse()
+                    .map_err(|e| format!("--seconds: {e}"))?
+            }
+            "--frame-len" => {
+                o.frame_len = val("--frame-len")?
+                    .parse()
+                    .map_err(|e| format!("--frame-len: {e}"))?
+            }
+            "--flows" => {
+                o.flows = val("--flows")?
+                    .parse()
+                    .map_err(|e| format!("--flows: {e}"))?
+            }
+            "--child" => o.child = Some(val("--child")?),
+            "--" => o.eal_extra.extend(it.by_ref()),
+            "-h" | "--help" => return Err(String::new()),
+            x => return Err(format!("unknown argument {x:?}")),
+        }
+    }
+    if !(60..=1514).contains(&o.frame_len)
+        || o.flows == 0
+        || !(o.seconds > 0.0 && o.seconds <= 60.0)
+    {
+        return Err("need 60 <= --frame-len <= 1514, --flows >= 1, 0 < --seconds <= 60".into());
+    }
+    Ok(o)
+}
+
+/// Entry point.
+pub fn main() -> ExitCode {
+    let o = match parse() {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!("usage: tollgate-dpdk-bench [--seconds 2] [--frame-len 64] [--flows 1024] [-- extra EAL args]");
+            return ExitCode::from(2);
+        }
+    };
+    match &o.child {
+        Some(case) => child(&o, case),
+        None => parent(&o),
+    }
+}
+
+fn parent(o: &Opts) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    println!("tollgate-dpdk-bench: {} B frames, {} flows, {} s per case, 1 lcore, net_null0 <-> net_null1", o.frame_len, o.flows, o.seconds);
+    let mut rows: Vec<(String, f64, f64)> = Vec::new();
+    for case in CASES {
+        let out = Command::new(&exe)
+            .args([
+                "--child",
+                case,
+                "--seconds",
+                &o.seconds.to_string(),
+                "--frame-len",
+                &o.frame_len.to_string(),
+                "--flows",
+                &o.flows.to_string(),
+                "--",
+            ])
+            .args(&o.eal_extra)
+            .output();
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("error: cannot run case {case}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
+            eprintln!(
+                "error: case {case} failed:\n{}{}",
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return ExitCode::from(3);
+        };
+        let get = |k: &str| {
+            line.split_whitespace()
+                .find_map(|t| t.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        rows.push((case.to_string(), get("rx_mpps"), get("tx_mpps")));
+    }
+    let base = rows.first().map(|r| r.2).unwrap_or(0.0);
+    println!("| case | rx Mpps | forwarded Mpps | ratio to forward |");
+    println!("|---|---:|---:|---:|");
+    for (case, rx, tx) in &rows {
+        let ratio = if base > 0.0 { tx / base } else { 0.0 };
+        println!("| {case} | {rx:.3} | {tx:.3} | {ratio:.3} |");
+    }
+    ExitCode::SUCCESS
+}
+
+fn eal_args(o: &Opts, case: &str) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "-l",
+        "0",
+        "--no-huge",
+        "--no-pci",
+        "-m",
+        "1024",
+        "--log-level=lib.eal:warning",
+        "--vdev",
+        "net_null0",
+        "--vdev",
+        "net_null1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.push(format!(
+        "--file-prefix=tgbench-{case}-{}",
+        std::process::id()
+    ));
+    a.extend(o.eal_extra.iter().cloned());
+    a
+}
+
+fn child(o: &Opts, case: &str) -> ExitCode {
+    let eal = match Eal::init(&eal_args(o, case)) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let r = if case == "forward" {
+        plain_forward(o, &eal)
+    } else {
+        through_router(o, case, &eal)
+    };
+    match r {
+        Ok((rx, tx, secs)) => {
+            println!(
+                "RESULT case={case} rx={rx} tx={tx} secs={secs:.3} rx_mpps={:.4} tx_mpps={:.4}",
+                rx as f64 / secs / 1e6,
+                tx as f64 / secs / 1e6
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// RX burst -> stamp -> TX burst between net_null0 and net_null1.
+fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
+    let pool = Mempool::new("bench_pool", 16_383, eal).map_err(|e| e.to_string())?;
+    let p0 = EthPort::start(
+        eal.find_port("net_null0").map_err(|e| e.to_string())?,
+        1,
+        1024,
+        1024,
+        &pool,
+    )
+    .map_err(|e| e.to_string())?;
+    let p1 = EthPort::start(
+        eal.find_port("net_null1").map_err(|e| e.to_string())?,
+        1,
+        1024,
+        1024,
+        &pool,
+    )
+    .map_err(|e| e.to_string())?;
+    let syn = SyntheticConfig {
+        flows: o.flows,
+        frame_len: o.frame_len,
+        variants: Vec::new(),
+    };
+    let mut s = [Synth::new(&syn), Synth::new(&syn)];
+    let mut rx: Burst<MAX_BURST> = Burst::default();
+    let mut tx: Burst<MAX_BURST> = Burst::default();
+    let (mut nrx, mut ntx) = (0u64, 0u64);
+    let start = Instant::now();
+    let mut iter = 0u32;
+    loop {
+        for (i, (a, b)) in [(p0.id, p1.id), (p1.id, p0.id)].into_iter().enumerate() {
+            nrx += rx.rx_upto(a, 0, 32) as u64;
+            for mut m in rx.drain() {
+                s[i].stamp(&mut m);
+                let _ = tx.push(m);
+            }
+            ntx += tx.tx(b, 0).0 as u64;
+        }
+        iter = iter.wrapping_add(1);
+        if iter % 1024 == 0 && start.elapsed().as_secs_f64() >= o.seconds {
+            break;
+        }
+    }
+    Ok((nrx, ntx, start.elapsed().as_secs_f64()))
+}
+
+/// The full dataplane with `discipline` on both egress ports at line rate.
+fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f64), String> {
+    let port = |dev: &str, peer: &str| {
+        format!(
+            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {} }}\n[ports.egress]\ndiscipline = {{ kind = \"{discipline}\" }}\n",
+            o.flows, o.frame_len
+        )
+    };
+    let text = format!(
+        "stats_interval = \"0s\"\nmbufs = 16383\n{}{}",
+        port("net_null0", "net_null1"),
+        port("net_null1", "net_null0")
+    );
+    let cfg = RouterConfig::parse(&text).map_err(|e| e.to_string())?;
+    let mut router = Router::new(&cfg, eal).map_err(|e| e.to_string())?;
+    let dur = parse_duration(&format!("{}s", o.seconds))?;
+    let t0 = router.clock.now();
+    let s0 = router.snapshot(t0).totals();
+    router.run(Some(t0 + dur), None, |_| {});
+    let t1 = router.clock.now();
+    let s1 = router.snapshot(t1).totals();
+    let secs = t1.saturating_since(t0).as_secs_f64();
+    Ok((s1.rx - s0.rx, s1.tx - s0.tx, secs))
+}

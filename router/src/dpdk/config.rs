@@ -1,0 +1,935 @@
+//! `router.toml`: the dataplane configuration.
+//!
+//! Parsed with serde; every table rejects unknown fields, naming the field.
+//! Values are checked again by the library's `validate()` when the
+//! disciplines, shaper and delay lines are built, so an out-of-range value
+//! fails at start with the discipline, the field and the valid range.
+//! The reference is `router/DPDK.md`.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::cebinae::CebinaeConfig;
+use crate::choke::ChokeConfig;
+use crate::classify::{Prefix, Rule};
+use crate::delay::DelayConfig;
+use crate::droptail::{DropTailConfig, Limit};
+use crate::red::RedConfig;
+use crate::rrmqs::RrmqsConfig;
+use crate::shaper::ShaperConfig;
+use crate::DisciplineConfig;
+use serde::Deserialize;
+use tollgate_cca::VariantId;
+
+/// Forwarding mode.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Bump in the wire: each port forwards to its `peer`, frames unchanged.
+    #[default]
+    L2,
+    /// IPv4/IPv6 static routes with MAC rewrite.
+    L3,
+}
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    /// `l2` (default) or `l3`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Packets per RX/TX burst (1..=256). Default 32.
+    #[serde(default = "d_burst")]
+    pub burst: u16,
+    /// Mbufs in the packet pool. Default 65535.
+    #[serde(default = "d_mbufs")]
+    pub mbufs: u32,
+    /// RX descriptors per queue. Default 1024.
+    #[serde(default = "d_desc")]
+    pub rx_descriptors: u16,
+    /// TX descriptors per queue. Default 1024.
+    #[serde(default = "d_desc")]
+    pub tx_descriptors: u16,
+    /// Stats print / Prometheus refresh interval. Default "1s"; "0s" disables printing.
+    #[serde(default = "d_stats")]
+    pub stats_interval: String,
+    /// Serve Prometheus text on this address (e.g. "127.0.0.1:9464").
+    #[serde(default)]
+    pub prometheus: Option<String>,
+    /// Stop by itself after this long (also `--duration`).
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// How long to drain queued packets at shutdown. Default "2s".
+    #[serde(default = "d_drain")]
+    pub drain_timeout: String,
+    /// Seed of the flow hash. Default 1.
+    #[serde(default = "d_seed")]
+    pub hash_seed: u64,
+    /// Classify by DSCP when no rule matches. Default true.
+    #[serde(default = "d_true")]
+    pub use_dscp: bool,
+    /// Variant rules on the 5-tuple (first match wins).
+    #[serde(default)]
+    pub rules: Vec<RuleConfig>,
+    /// The ports.
+    pub ports: Vec<PortConfig>,
+    /// L3 static routes.
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+    /// L3 static neighbours.
+    #[serde(default)]
+    pub neighbours: Vec<NeighbourConfig>,
+    /// Packet capture.
+    #[serde(default)]
+    pub pcap: Option<PcapConfig>,
+}
+
+fn d_burst() -> u16 {
+    32
+}
+fn d_mbufs() -> u32 {
+    65_535
+}
+fn d_desc() -> u16 {
+    1024
+}
+fn d_stats() -> String {
+    "1s".into()
+}
+fn d_drain() -> String {
+    "2s".into()
+}
+fn d_seed() -> u64 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+
+/// One port.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortConfig {
+    /// DPDK device name (`net_null0`, `net_af_packet0`, `0000:01:00.0`) or port index.
+    pub device: String,
+    /// L2: the device frames received here are sent out of.
+    #[serde(default)]
+    pub peer: Option<String>,
+    /// L3: this port's IPv4 address with prefix length ("10.0.1.1/24").
+    #[serde(default)]
+    pub ipv4: Option<String>,
+    /// L3: this port's IPv6 address with prefix length ("fd00:1::1/64").
+    #[serde(default)]
+    pub ipv6: Option<String>,
+    /// RX/TX queue pairs (RSS when > 1). Default 1.
+    #[serde(default = "d_queues")]
+    pub queues: u16,
+    /// Egress: what happens to packets leaving through this port.
+    #[serde(default)]
+    pub egress: EgressConfig,
+    /// Replace every received frame by synthetic UDP traffic (benchmarks, tests on net_null).
+    #[serde(default)]
+    pub synthetic: Option<SyntheticConfig>,
+}
+
+fn d_queues() -> u16 {
+    1
+}
+
+/// The egress pipeline of a port: delay line, discipline, shaper.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressConfig {
+    /// Shaper rate ("100Mbit", "10Gbit", or bit/s). Default: the link speed.
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// Shaper bucket depth in bytes. Default 3028.
+    #[serde(default)]
+    pub burst_bytes: Option<u64>,
+    /// Emulated propagation delay of every packet ("10ms"). Default 0.
+    #[serde(default)]
+    pub delay: Option<String>,
+    /// Per-variant delays: `{ cubic = "40ms", newreno = "10ms" }`.
+    #[serde(default)]
+    pub class_delays: BTreeMap<String, String>,
+    /// Packets per delay class. Default 100000.
+    #[serde(default)]
+    pub delay_capacity: Option<usize>,
+    /// The discipline and its parameters. Default DropTail.
+    #[serde(default)]
+    pub discipline: Option<DisciplineParams>,
+}
+
+/// A rate: bit/s as a number, or a string with unit.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Rate {
+    /// Bit/s.
+    Number(f64),
+    /// "100Mbit", "1.5Gbit", "500kbit", "10Gbps".
+    Text(String),
+}
+
+/// A discipline with optional parameters (unset ones keep the library's defaults).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DisciplineParams {
+    /// DropTail.
+    DropTail(DropTailParams),
+    /// RED.
+    Red(RedParams),
+    /// CHOKe (RED parameters).
+    Choke(RedParams),
+    /// Cebinae.
+    Cebinae(CebinaeParams),
+    /// RRMQS.
+    Rrmqs(RrmqsParams),
+}
+
+/// DropTail parameters: one of the limits.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropTailParams {
+    /// Packets.
+    pub limit_packets: Option<u32>,
+    /// Bytes.
+    pub limit_bytes: Option<u64>,
+    /// Fraction of the BDP at the shaper rate and `rtt`.
+    pub limit_bdp: Option<f64>,
+    /// RTT for `limit_bdp`.
+    pub rtt: Option<String>,
+}
+
+/// RED / CHOKe parameters.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct RedParams {
+    pub limit: Option<u32>,
+    pub min_th: Option<f64>,
+    pub max_th: Option<f64>,
+    pub max_p: Option<f64>,
+    pub weight: Option<f64>,
+    pub gentle: Option<bool>,
+    pub adaptive: Option<bool>,
+    pub adapt_interval: Option<String>,
+    pub byte_mode: Option<bool>,
+    pub mean_pkt_bytes: Option<u32>,
+    pub ecn: Option<bool>,
+    pub harddrop: Option<bool>,
+    pub seed: Option<u64>,
+}
+
+/// Cebinae parameters.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct CebinaeParams {
+    pub max_size: Option<u32>,
+    pub dt: Option<String>,
+    pub vdt: Option<String>,
+    pub l: Option<String>,
+    pub p: Option<u32>,
+    pub tau: Option<f64>,
+    pub delta_port: Option<f64>,
+    pub delta_flow: Option<f64>,
+    pub cache_slots: Option<usize>,
+    pub seed: Option<u64>,
+}
+
+/// RRMQS parameters.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct RrmqsParams {
+    pub variants: Option<Vec<String>>,
+    pub flows_per_queue: Option<usize>,
+    pub packets_per_queue: Option<usize>,
+    pub main_limit: Option<usize>,
+    pub rrmqs_probability: Option<f64>,
+    pub window: Option<String>,
+    pub feedback: Option<bool>,
+    pub upper: Option<f64>,
+    pub lower: Option<f64>,
+    pub flow_idle_timeout: Option<String>,
+    pub bloom_bits: Option<usize>,
+    pub bloom_hashes: Option<u32>,
+    pub seed: Option<u64>,
+}
+
+/// A variant rule.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    /// Source prefix ("10.0.0.0/8").
+    #[serde(default)]
+    pub src: Option<String>,
+    /// Destination prefix.
+    #[serde(default)]
+    pub dst: Option<String>,
+    /// Source port or range ("5000-5010").
+    #[serde(default)]
+    pub src_port: Option<PortRange>,
+    /// Destination port or range.
+    #[serde(default)]
+    pub dst_port: Option<PortRange>,
+    /// "tcp", "udp" or a protocol number.
+    #[serde(default)]
+    pub proto: Option<Proto>,
+    /// Variant name ("cubic", "newreno", "taxed(newreno)") or DSCP number.
+    pub variant: VariantName,
+}
+
+/// A port or an inclusive range.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum PortRange {
+    /// One port.
+    One(u16),
+    /// "lo-hi" or "p".
+    Text(String),
+}
+
+/// A protocol name or number.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Proto {
+    /// Number.
+    Number(u8),
+    /// "tcp", "udp", "icmp", "icmpv6".
+    Name(String),
+}
+
+/// A variant name or DSCP number.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum VariantName {
+    /// DSCP codepoint.
+    Number(u8),
+    /// Name.
+    Name(String),
+}
+
+/// An L3 static route.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// Destination prefix.
+    pub prefix: String,
+    /// Egress device.
+    pub port: String,
+    /// Next hop (must be a neighbour: static, or learned by ARP/ND); default: the destination itself (on-link).
+    #[serde(default)]
+    pub via: Option<String>,
+}
+
+/// An L3 static neighbour.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeighbourConfig {
+    /// IP address.
+    pub ip: String,
+    /// MAC address ("02:00:00:00:00:01").
+    pub mac: String,
+}
+
+/// Synthetic traffic stamped over received frames.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticConfig {
+    /// Distinct UDP flows, round robin. Default 16.
+    #[serde(default = "d_flows")]
+    pub flows: u32,
+    /// Frame length in bytes (60..=1514). Default 64.
+    #[serde(default = "d_frame")]
+    pub frame_len: u16,
+    /// Variants marked in DSCP, assigned to flows round robin. Default none (DSCP 0).
+    #[serde(default)]
+    pub variants: Vec<VariantName>,
+}
+
+fn d_flows() -> u32 {
+    16
+}
+fn d_frame() -> u16 {
+    64
+}
+
+/// What to capture.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CaptureWhat {
+    /// Transmitted frames.
+    Forwarded,
+    /// Dropped frames.
+    #[default]
+    Dropped,
+    /// Both.
+    Both,
+}
+
+/// pcap capture.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcapConfig {
+    /// Output file.
+    pub path: String,
+    /// `forwarded`, `dropped` (default) or `both`.
+    #[serde(default)]
+    pub capture: CaptureWhat,
+    /// Stop capturing when the file reaches this size. Default 64 MiB.
+    #[serde(default = "d_pcap_max")]
+    pub max_bytes: u64,
+    /// Bytes kept per frame. Default 128.
+    #[serde(default = "d_snaplen")]
+    pub snaplen: u32,
+}
+
+fn d_pcap_max() -> u64 {
+    64 << 20
+}
+fn d_snaplen() -> u32 {
+    128
+}
+
+/// A configuration error: what is wrong and where.
+#[derive(Debug)]
+pub struct ConfigProblem(pub String);
+
+impl std::fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigProblem {}
+
+fn problem(msg: impl Into<String>) -> ConfigProblem {
+    ConfigProblem(msg.into())
+}
+
+impl RouterConfig {
+    /// Parse TOML text.
+    pub fn parse(text: &str) -> Result<RouterConfig, ConfigProblem> {
+        let cfg: RouterConfig = toml::from_str(text).map_err(|e| problem(e.to_string()))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// Read and parse a file.
+    pub fn load(path: &str) -> Result<RouterConfig, ConfigProblem> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| problem(format!("cannot read config {path}: {e}")))?;
+        RouterConfig::parse(&text).map_err(|e| problem(format!("{path}: {e}")))
+    }
+
+    /// Structural checks that need no DPDK.
+    fn check(&self) -> Result<(), ConfigProblem> {
+        if self.ports.is_empty() {
+            return Err(problem("`ports`: at least one [[ports]] entry is needed"));
+        }
+        if !(1..=256).contains(&self.burst) {
+            return Err(problem(format!(
+                "`burst` = {} must be in 1..=256",
+                self.burst
+            )));
+        }
+        if self.mbufs < 1024 {
+            return Err(problem(format!(
+                "`mbufs` = {} must be at least 1024",
+                self.mbufs
+            )));
+        }
+        parse_duration(&self.stats_interval)
+            .map_err(|e| problem(format!("`stats_interval`: {e}")))?;
+        parse_duration(&self.drain_timeout)
+            .map_err(|e| problem(format!("`drain_timeout`: {e}")))?;
+        if let Some(d) = &self.duration {
+            parse_duration(d).map_err(|e| problem(format!("`duration`: {e}")))?;
+        }
+        let mut seen = Vec::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            if seen.contains(&p.device) {
+                return Err(problem(format!(
+                    "ports[{i}]: device {:?} listed twice",
+                    p.device
+                )));
+            }
+            seen.push(p.device.clone());
+            if p.queues == 0 || p.queues > 16 {
+                return Err(problem(format!(
+                    "ports[{i}].queues = {} must be in 1..=16",
+                    p.queues
+                )));
+            }
+            if let Some(s) = &p.synthetic {
+                if !(60..=1514).contains(&s.frame_len) || s.flows == 0 {
+                    return Err(problem(format!(
+                        "ports[{i}].synthetic: frame_len must be 60..=1514 and flows >= 1 (got {}, {})",
+                        s.frame_len, s.flows
+                    )));
+                }
+                for v in &s.variants {
+                    variant_id(v)
+                        .map_err(|e| problem(format!("ports[{i}].synthetic.variants: {e}")))?;
+                }
+            }
+        }
+        for (i, p) in self.ports.iter().enumerate() {
+            match self.mode {
+                Mode::L2 => {
+                    let Some(peer) = &p.peer else {
+                        return Err(problem(format!(
+                            "ports[{i}] ({}): `peer` is required in mode = \"l2\"",
+                            p.device
+                        )));
+                    };
+                    if !self.ports.iter().any(|q| &q.device == peer) {
+                        return Err(problem(format!(
+                            "ports[{i}].peer = {peer:?} is not the `device` of any [[ports]] entry"
+                        )));
+                    }
+                }
+                Mode::L3 => {
+                    if p.ipv4.is_none() && p.ipv6.is_none() {
+                        return Err(problem(format!(
+                            "ports[{i}] ({}): `ipv4` or `ipv6` is required in mode = \"l3\"",
+                            p.device
+                        )));
+                    }
+                    if let Some(a) = &p.ipv4 {
+                        parse_prefix(a).map_err(|e| problem(format!("ports[{i}].ipv4: {e}")))?;
+                    }
+                    if let Some(a) = &p.ipv6 {
+                        parse_prefix(a).map_err(|e| problem(format!("ports[{i}].ipv6: {e}")))?;
+                    }
+                }
+            }
+            // Build once to surface range errors early (rate defaults to 10 Gbit/s here).
+            p.egress
+                .build(10e9)
+                .map_err(|e| problem(format!("ports[{i}].egress: {e}")))?;
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            parse_prefix(&r.prefix).map_err(|e| problem(format!("routes[{i}].prefix: {e}")))?;
+            if !self.ports.iter().any(|p| p.device == r.port) {
+                return Err(problem(format!(
+                    "routes[{i}].port = {:?} is not a configured device",
+                    r.port
+                )));
+            }
+            if let Some(v) = &r.via {
+                v.parse::<IpAddr>()
+                    .map_err(|e| problem(format!("routes[{i}].via = {v:?}: {e}")))?;
+            }
+        }
+        for (i, n) in self.neighbours.iter().enumerate() {
+            n.ip.parse::<IpAddr>()
+                .map_err(|e| problem(format!("neighbours[{i}].ip = {:?}: {e}", n.ip)))?;
+            parse_mac(&n.mac).map_err(|e| problem(format!("neighbours[{i}].mac: {e}")))?;
+        }
+        self.rules().map_err(|e| problem(format!("rules: {e}")))?;
+        Ok(())
+    }
+
+    /// The classification rules.
+    pub fn rules(&self) -> Result<Vec<Rule>, String> {
+        self.rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let pre = |s: &Option<String>| -> Result<Option<Prefix>, String> {
+                    s.as_ref()
+                        .map(|s| parse_prefix(s).map(|(a, l)| Prefix::new(a, l)))
+                        .transpose()
+                        .map(|o| o.flatten())
+                };
+                Ok(Rule {
+                    src: pre(&r.src).map_err(|e| format!("[{i}].src: {e}"))?,
+                    dst: pre(&r.dst).map_err(|e| format!("[{i}].dst: {e}"))?,
+                    src_ports: r
+                        .src_port
+                        .as_ref()
+                        .map(port_range)
+                        .transpose()
+                        .map_err(|e| format!("[{i}].src_port: {e}"))?,
+                    dst_ports: r
+                        .dst_port
+                        .as_ref()
+                        .map(port_range)
+                        .transpose()
+                        .map_err(|e| format!("[{i}].dst_port: {e}"))?,
+                    proto: r
+                        .proto
+                        .as_ref()
+                        .map(proto_number)
+                        .transpose()
+                        .map_err(|e| format!("[{i}].proto: {e}"))?,
+                    variant: variant_id(&r.variant).map_err(|e| format!("[{i}].variant: {e}"))?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Everything the library needs to build one egress pipeline.
+#[derive(Clone, Debug)]
+pub struct EgressPlan {
+    /// Discipline.
+    pub discipline: DisciplineConfig,
+    /// Shaper.
+    pub shaper: ShaperConfig,
+    /// Delay line.
+    pub delay: DelayConfig,
+}
+
+impl EgressConfig {
+    /// The shaper rate, or `line_rate_bps` when unset.
+    pub fn rate_bps(&self, line_rate_bps: f64) -> Result<f64, String> {
+        match &self.rate {
+            None => Ok(line_rate_bps),
+            Some(r) => parse_rate(r),
+        }
+    }
+
+    /// Library configurations, with `line_rate_bps` as the default shaper rate.
+    pub fn build(&self, line_rate_bps: f64) -> Result<EgressPlan, String> {
+        let rate = self
+            .rate_bps(line_rate_bps)
+            .map_err(|e| format!("`rate`: {e}"))?;
+        let shaper = ShaperConfig {
+            rate_bps: rate,
+            burst_bytes: self
+                .burst_bytes
+                .unwrap_or(ShaperConfig::default().burst_bytes),
+        };
+        shaper.validate().map_err(|e| e.to_string())?;
+        let mut delay = DelayConfig::default();
+        if let Some(d) = &self.delay {
+            delay.delay = parse_duration(d).map_err(|e| format!("`delay`: {e}"))?;
+        }
+        for (name, d) in &self.class_delays {
+            let v = variant_id(&VariantName::Name(name.clone()))
+                .map_err(|e| format!("`class_delays`: {e}"))?;
+            let d = parse_duration(d).map_err(|e| format!("`class_delays.{name}`: {e}"))?;
+            delay.class_delays.push((v, d));
+        }
+        if let Some(c) = self.delay_capacity {
+            delay.capacity = c;
+        }
+        delay.validate().map_err(|e| e.to_string())?;
+        let discipline = match &self.discipline {
+            None => DisciplineConfig::DropTail(DropTailConfig::default()),
+            Some(p) => p.build(rate)?,
+        };
+        discipline.validate().map_err(|e| e.to_string())?;
+        Ok(EgressPlan {
+            discipline,
+            shaper,
+            delay,
+        })
+    }
+}
+
+macro_rules! set {
+    ($dst:expr, $src:expr) => {
+        if let Some(v) = $src.clone() {
+            $dst = v;
+        }
+    };
+}
+
+fn set_dur(dst: &mut Duration, src: &Option<String>, field: &str) -> Result<(), String> {
+    if let Some(s) = src {
+        *dst = parse_duration(s).map_err(|e| format!("`{field}`: {e}"))?;
+    }
+    Ok(())
+}
+
+impl RedParams {
+    fn apply(&self, c: &mut RedConfig, rate: f64) -> Result<(), String> {
+        c.link_rate_bps = rate;
+        set!(c.limit, self.limit);
+        set!(c.min_th, self.min_th);
+        set!(c.max_th, self.max_th);
+        set!(c.max_p, self.max_p);
+        set!(c.weight, self.weight);
+        set!(c.gentle, self.gentle);
+        set!(c.adaptive, self.adaptive);
+        set!(c.byte_mode, self.byte_mode);
+        set!(c.mean_pkt_bytes, self.mean_pkt_bytes);
+        set!(c.ecn, self.ecn);
+        set!(c.harddrop, self.harddrop);
+        set!(c.seed, self.seed);
+        set_dur(
+            &mut c.adapt_interval,
+            &self.adapt_interval,
+            "adapt_interval",
+        )
+    }
+}
+
+impl DisciplineParams {
+    /// The library configuration; rates default to the shaper's `rate`.
+    pub fn build(&self, rate: f64) -> Result<DisciplineConfig, String> {
+        Ok(match self {
+            DisciplineParams::DropTail(p) => {
+                let mut c = DropTailConfig::default();
+                let set_count = [
+                    p.limit_packets.is_some(),
+                    p.limit_bytes.is_some(),
+                    p.limit_bdp.is_some(),
+                ]
+                .iter()
+                .filter(|b| **b)
+                .count();
+                if set_count > 1 {
+                    return Err(
+                        "droptail: set only one of `limit_packets`, `limit_bytes`, `limit_bdp`"
+                            .into(),
+                    );
+                }
+                if let Some(n) = p.limit_packets {
+                    c.limit = Limit::Packets(n);
+                }
+                if let Some(b) = p.limit_bytes {
+                    c.limit = Limit::Bytes(b);
+                }
+                if let Some(f) = p.limit_bdp {
+                    let rtt = p
+                        .rtt
+                        .as_deref()
+                        .ok_or("droptail: `limit_bdp` needs `rtt`")?;
+                    c.limit = Limit::Bdp {
+                        fraction: f,
+                        rate_bps: rate,
+                        rtt: parse_duration(rtt).map_err(|e| format!("`rtt`: {e}"))?,
+                    };
+                }
+                DisciplineConfig::DropTail(c)
+            }
+            DisciplineParams::Red(p) => {
+                let mut c = RedConfig::default();
+                p.apply(&mut c, rate)?;
+                DisciplineConfig::Red(c)
+            }
+            DisciplineParams::Choke(p) => {
+                let mut c = ChokeConfig::default();
+                p.apply(&mut c.red, rate)?;
+                DisciplineConfig::Choke(c)
+            }
+            DisciplineParams::Cebinae(p) => {
+                let mut c = CebinaeConfig {
+                    line_rate_bps: rate,
+                    ..CebinaeConfig::default()
+                };
+                set!(c.max_size, p.max_size);
+                set_dur(&mut c.dt, &p.dt, "dt")?;
+                set_dur(&mut c.vdt, &p.vdt, "vdt")?;
+                set_dur(&mut c.l, &p.l, "l")?;
+                set!(c.p, p.p);
+                set!(c.tau, p.tau);
+                set!(c.delta_port, p.delta_port);
+                set!(c.delta_flow, p.delta_flow);
+                set!(c.cache_slots, p.cache_slots);
+                set!(c.seed, p.seed);
+                DisciplineConfig::Cebinae(c)
+            }
+            DisciplineParams::Rrmqs(p) => {
+                let mut c = RrmqsConfig::default();
+                if let Some(vs) = &p.variants {
+                    c.variants = vs
+                        .iter()
+                        .map(|v| variant_id(&VariantName::Name(v.clone())))
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| format!("`variants`: {e}"))?;
+                }
+                set!(c.flows_per_queue, p.flows_per_queue);
+                set!(c.packets_per_queue, p.packets_per_queue);
+                set!(c.main_limit, p.main_limit);
+                if p.rrmqs_probability.is_some() {
+                    c.rrmqs_probability = p.rrmqs_probability;
+                }
+                set_dur(&mut c.window, &p.window, "window")?;
+                set!(c.feedback, p.feedback);
+                set!(c.upper, p.upper);
+                set!(c.lower, p.lower);
+                set_dur(
+                    &mut c.flow_idle_timeout,
+                    &p.flow_idle_timeout,
+                    "flow_idle_timeout",
+                )?;
+                set!(c.bloom_bits, p.bloom_bits);
+                set!(c.bloom_hashes, p.bloom_hashes);
+                set!(c.seed, p.seed);
+                DisciplineConfig::Rrmqs(c)
+            }
+        })
+    }
+}
+
+/// "10ms", "1.5s", "250us", "100ns", "2m".
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like \"10ms\", \"1.5s\", \"250us\""))?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?} (use ns, us, ms, s, m)"
+            ))
+        }
+    };
+    let secs = v * scale;
+    if !secs.is_finite() || !(0.0..=1e7).contains(&secs) {
+        return Err(format!("{s:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A rate in bit/s.
+pub fn parse_rate(r: &Rate) -> Result<f64, String> {
+    let v = match r {
+        Rate::Number(v) => *v,
+        Rate::Text(s) => {
+            let t = s.trim();
+            let split = t
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(t.len());
+            let (num, unit) = t.split_at(split);
+            let n: f64 = num
+                .parse()
+                .map_err(|_| format!("{s:?} is not a rate like \"100Mbit\""))?;
+            let scale = match unit.trim().to_ascii_lowercase().as_str() {
+                "" | "bit" | "bps" => 1.0,
+                "kbit" | "kbps" => 1e3,
+                "mbit" | "mbps" => 1e6,
+                "gbit" | "gbps" => 1e9,
+                _ => {
+                    return Err(format!(
+                        "{s:?}: unknown unit {unit:?} (use bit, kbit, Mbit, Gbit)"
+                    ))
+                }
+            };
+            n * scale
+        }
+    };
+    if v.is_finite() && v > 0.0 && v <= 1e13 {
+        Ok(v)
+    } else {
+        Err(format!("rate {v} bit/s is out of range (0, 1e13]"))
+    }
+}
+
+/// "10.0.0.0/8" -> (address, length). A bare address is a host prefix.
+pub fn parse_prefix(s: &str) -> Result<(IpAddr, u8), String> {
+    let (a, l) = match s.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (s, None),
+    };
+    let addr: IpAddr = a.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len = match l {
+        Some(l) => l
+            .trim()
+            .parse::<u8>()
+            .map_err(|e| format!("{s:?}: prefix length: {e}"))?,
+        None => max,
+    };
+    if len > max {
+        return Err(format!("{s:?}: prefix length {len} > {max}"));
+    }
+    Ok((addr, len))
+}
+
+/// "02:00:00:00:00:01".
+pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return Err(format!("{s:?} is not a MAC address like 02:00:00:00:00:01"));
+    }
+    let mut mac = [0u8; 6];
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16)
+            .map_err(|_| format!("{s:?} is not a MAC address like 02:00:00:00:00:01"))?;
+    }
+    Ok(mac)
+}
+
+fn port_range(p: &PortRange) -> Result<(u16, u16), String> {
+    match p {
+        PortRange::One(n) => Ok((*n, *n)),
+        PortRange::Text(s) => {
+            let bad = || format!("{s:?} is not a port or a range like \"5000-5010\"");
+            let (lo, hi) = match s.split_once('-') {
+                Some((a, b)) => (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                ),
+                None => {
+                    let v = s.trim().parse().map_err(|_| bad())?;
+                    (v, v)
+                }
+            };
+            if lo > hi {
+                return Err(bad());
+            }
+            Ok((lo, hi))
+        }
+    }
+}
+
+fn proto_number(p: &Proto) -> Result<u8, String> {
+    match p {
+        Proto::Number(n) => Ok(*n),
+        Proto::Name(s) => match s.to_ascii_lowercase().as_str() {
+            "tcp" => Ok(6),
+            "udp" => Ok(17),
+            "icmp" => Ok(1),
+            "icmpv6" => Ok(58),
+            _ => Err(format!(
+                "unknown protocol {s:?} (use tcp, udp, icmp, icmpv6 or a number)"
+            )),
+        },
+    }
+}
+
+/// A variant by name (as `tollgate-cca` prints it) or DSCP number.
+pub fn variant_id(v: &VariantName) -> Result<VariantId, String> {
+    match v {
+        VariantName::Number(n) => {
+            VariantId::from_dscp(*n).ok_or_else(|| format!("DSCP {n} is not below 64"))
+        }
+        VariantName::Name(name) => {
+            let want = name.trim().to_ascii_lowercase();
+            let want = if want == "reno" {
+                "newreno".to_string()
+            } else {
+                want
+            };
+            if want == "unmarked" {
+                return Ok(VariantId::UNMARKED);
+            }
+            (0..64u8)
+                .filter_map(VariantId::from_dscp)
+                .find(|id| id.to_string().to_ascii_lowercase() == want)
+                .ok_or_else(|| {
+                    let known: Vec<String> =
+                        (1..16u8).filter_map(VariantId::from_dscp).map(|v| v.to_string()).collect();
+                    format!("unknown variant {name:?}; known: unmarked, {} (and taxed(NAME)), or a DSCP number", known.join(", "))
+                })
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! The forwarding loop: RX -> classify -> delay -> enqueue -> dequeue ->
+//! shape -> TX, in bursts, with mbufs as the packet handles.
+//!
+//! Shaped like DPDK's l3fwd: one loop per lcore polls its RX queues, hands
+//! each burst to the egress pipelines ([`Lane`]: the library's
+//! [`crate::port::Port`] around the configured discipline), then
+//! polls every pipeline once, which releases due packets from the delay
+//! line into the discipline and dequeues what the shaper allows into a TX
+//! burst buffer. Nothing on this path allocates: packets live in mbufs,
+//! handles move by value through the library's preallocated rings.
+//!
+//! Today one lcore runs every port pair; a [`Worker`] owns its RX queues and
+//! lanes, so RSS multi-queue means one worker per queue (see DPDK.md).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::classify::Classifier;
+use crate::port::{Port, Sink};
+use crate::{DropReason, Qdisc};
+use tollgate_cca::Time;
+
+use super::config::{CaptureWhat, Mode, RouterConfig};
+use super::disc::AnyQdisc;
+use super::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
+use super::l3::{Action, L3};
+use super::mbuf::{Burst, Mbuf, Pkt};
+use super::pcap::PcapWriter;
+use super::stats::{DevSnap, LaneSnap, Snapshot};
+use super::synth::Synth;
+
+/// Largest RX burst.
+pub const MAX_BURST: usize = 256;
+/// TX buffer per lane: flushed when full and after every loop iteration.
+pub const TX_BURST: usize = 64;
+
+/// Set by SIGINT / SIGTERM.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// One device: its RX side.
+#[derive(Debug)]
+pub struct Device {
+    /// The started port.
+    pub eth: EthPort,
+    /// Synthetic traffic stamped over RX frames.
+    pub synth: Option<Synth>,
+    /// Frames received.
+    pub rx: u64,
+    /// Ingress drops per [`super::stats::INGRESS_REASONS`].
+    pub ingress_drops: [u64; 4],
+    /// L2: the lane frames from this device go to.
+    pub peer_lane: usize,
+}
+
+/// Counters of a lane outside the library's pipeline.
+#[derive(Debug, Clone)]
+pub struct LaneCounters {
+    /// Frames accepted by TX.
+    pub tx_sent: u64,
+    /// Frames TX refused.
+    pub tx_full: u64,
+    /// Frames forwarded around the discipline.
+    pub bypass: u64,
+    /// Transmitted bytes per variant.
+    pub variant_tx_bytes: [u64; 64],
+}
+
+impl Default for LaneCounters {
+    fn default() -> Self {
+        LaneCounters {
+            tx_sent: 0,
+            tx_full: 0,
+            bypass: 0,
+            variant_tx_bytes: [0; 64],
+        }
+    }
+}
+
+/// One egress pipeline: packets leaving through one device.
+#[derive(Debug)]
+pub struct Lane {
+    /// DPDK port id of the egress device.
+    pub dev_id: u16,
+    /// TX queue.
+    pub queue: u16,
+    /// Device name.
+    pub name: String,
+    /// Shaper rate.
+    pub rate_bps: f64,
+    /// The library pipeline.
+    pub port: Port<Pkt, AnyQdisc<Pkt>>,
+    /// TX buffer.
+    pub tx: Burst<TX_BURST>,
+    /// Counters.
+    pub c: LaneCounters,
+}
+
+/// Where transmitted and dropped packets go: the TX buffer (flushed when
+/// full) and the optional pcap.
+struct TxSink<'a> {
+    now: Time,
+    dev_id: u16,
+    queue: u16,
+    tx: &'a mut Burst<TX_BURST>,
+    c: &'a mut LaneCounters,
+    pcap: &'a mut Option<(PcapWriter, CaptureWhat)>,
+}
+
+impl TxSink<'_> {
+    #[inline]
+    fn send(&mut self, m: Mbuf) {
+        if self.tx.is_full() {
+            let (sent, freed) = self.tx.tx(self.dev_id, self.queue);
+            self.c.tx_sent += sent as u64;
+            self.c.tx_full += freed as u64;
+        }
+        // Cannot fail: the buffer was just flushed if it was full.
+        let _ = self.tx.push(m);
+    }
+}
+
+impl Sink<Pkt> for TxSink<'_> {
+    #[inline]
+    fn transmit(&mut self, packet: Pkt, now: Time) {
+        let v = usize::from(packet.meta.variant.dscp() & 63);
+        self.c.variant_tx_bytes[v] += u64::from(packet.meta.len);
+        if let Some((w, what)) = self.pcap.as_mut() {
+            if *what != CaptureWhat::Dropped {
+                w.record(now, packet.mbuf.data(), packet.mbuf.pkt_len());
+            }
+        }
+        self.send(packet.mbuf);
+    }
+
+    #[inline]
+    fn drop(&mut self, packet: Pkt, _reason: DropReason) {
+        if let Some((w, what)) = self.pcap.as_mut() {
+            if *what != CaptureWhat::Forwarded {
+                w.record(self.now, packet.mbuf.data(), packet.mbuf.pkt_len());
+            }
+        }
+        // Dropping the handle frees the mbuf.
+    }
+}
+
+/// The router: devices, lanes, the pool and the loop state.
+#[derive(Debug)]
+pub struct Router {
+    /// Devices in config order.
+    pub devs: Vec<Device>,
+    /// One lane per device (index = device index): packets leaving through it.
+    pub lanes: Vec<Lane>,
+    mode: Mode,
+    l3: L3,
+    burst: usize,
+    pcap: Option<(PcapWriter, CaptureWhat)>,
+    /// The clock.
+    pub clock: TscClock,
+    // Declared last: dropped after every mbuf owner above.
+    pool: Mempool,
+}
+
+impl Router {
+    /// Start every configured port and build the pipelines.
+    pub fn new(cfg: &RouterConfig, eal: &Eal) -> Result<Router, DpdkError> {
+        eal.require_ports()?;
+        let pool = Mempool::new("tollgate_pool", cfg.mbufs, eal)?;
+        let classifier_rules = cfg.rules().map_err(|e| DpdkError {
+            message: format!("rules: {e}"),
+            hint: None,
+        })?;
+        let mut devs = Vec::new();
+        let mut lanes = Vec::new();
+        for p in &cfg.ports {
+            let id = eal.find_port(&p.device)?;
+            let eth = EthPort::start(id, p.queues, cfg.rx_descriptors, cfg.tx_descriptors, &pool)?;
+            let line = if eth.speed_mbps > 0 {
+                f64::from(eth.speed_mbps) * 1e6
+            } else {
+                10e9
+            };
+            let plan = p.egress.build(line).map_err(|e| DpdkError {
+                message: format!("port {}: egress: {e}", p.device),
+                hint: None,
+            })?;
+            let qdisc = AnyQdisc::new(&plan.discipline).map_err(|e| DpdkError {
+                message: format!("port {}: {e}", p.device),
+                hint: None,
+            })?;
+            let port = Port::new(
+                Classifier::new(classifier_rules.clone(), cfg.use_dscp),
+                cfg.hash_seed,
+                &plan.delay,
+                qdisc,
+                &plan.shaper,
+            )
+            .map_err(|e| DpdkError {
+                message: format!("port {}: {e}", p.device),
+                hint: None,
+            })?;
+            lanes.push(Lane {
+                dev_id: id,
+                queue: 0,
+                name: eth.name.clone(),
+                rate_bps: plan.shaper.rate_bps,
+                port,
+                tx: Burst::default(),
+                c: LaneCounters::default(),
+            });
+            devs.push(Device {
+                eth,
+                synth: p.synthetic.as_ref().map(Synth::new),
+                rx: 0,
+                ingress_drops: [0; 4],
+                peer_lane: 0,
+            });
+        }
+        if cfg.mode == Mode::L2 {
+            for (i, p) in cfg.ports.iter().enumerate() {
+                let peer = p.peer.as_deref().unwrap_or_default();
+                devs[i].peer_lane = cfg.ports.iter().position(|q| q.device == peer).unwrap_or(i);
+            }
+        }
+        let macs: Vec<[u8; 6]> = devs.iter().map(|d| d.eth.mac).collect();
+        let l3 = L3::new(cfg, &macs).map_err(|e| DpdkError {
+            message: e,
+            hint: None,
+        })?;
+        let pcap = match &cfg.pcap {
+            None => None,
+            Some(pc) => Some((
+                PcapWriter::create(&pc.path, pc.max_bytes, pc.snaplen).map_err(|e| DpdkError {
+                    message: format!("pcap {}: {e}", pc.path),
+                    hint: None,
+                })?,
+                pc.capture,
+            )),
+        };
+        Ok(Router {
+            devs,
+            lanes,
+            mode: cfg.mode,
+            l3,
+            burst: usize::from(cfg.burst).min(MAX_BURST),
+            pcap,
+            clock: TscClock::new(eal),
+            pool,
+        })
+    }
+
+    /// Receive one burst from every device queue and feed the pipelines.
+    #[inline]
+    pub fn rx_all(&mut self, now: Time, rx: &mut Burst<MAX_BURST>) -> usize {
+        let mut total = 0;
+        for d in 0..self.devs.len() {
+            let (id, queues) = (self.devs[d].eth.id, self.devs[d].eth.queues);
+            for q in 0..queues {
+                let n = rx.rx_upto(id, q, self.burst);
+                if n == 0 {
+                    continue;
+                }
+                total += n;
+                self.devs[d].rx += n as u64;
+                for mut m in rx.drain() {
+                    let dev = &mut self.devs[d];
+                    if let Some(s) = dev.synth.as_mut() {
+                        s.stamp(&mut m);
+                    }
+                    let action = match self.mode {
+                        Mode::L2 => {
+                            if is_ip(m.data()) {
+                                Action::Queue(dev.peer_lane)
+                            } else {
+                                Action::Bypass(dev.peer_lane)
+                            }
+                        }
+                        Mode::L3 => self.l3.forward(d, &mut m),
+                    };
+                    self.dispatch(d, action, m, now);
+                }
+            }
+        }
+        total
+    }
+
+    #[inline]
+    fn dispatch(&mut self, d: usize, action: Action, m: Mbuf, now: Time) {
+        match action {
+            Action::Queue(l) => {
+                let lane = &mut self.lanes[l];
+                match lane.port.classify(m.data()) {
+                    Ok(mut meta) => {
+                        meta.len = m.pkt_len();
+                        let mut sink = TxSink {
+                            now,
+                            dev_id: lane.dev_id,
+                            queue: lane.queue,
+                            tx: &mut lane.tx,
+                            c: &mut lane.c,
+                            pcap: &mut self.pcap,
+                        };
+                        lane.port.receive(Pkt { mbuf: m, meta }, now, &mut sink);
+                    }
+                    Err(_) => {
+                        // Counted by the port as received + dropped (unparsable).
+                        if let Some((w, what)) = self.pcap.as_mut() {
+                            if *what != CaptureWhat::Forwarded {
+                                w.record(now, m.data(), m.pkt_len());
+                            }
+                        }
+                    }
+                }
+            }
+            Action::Bypass(l) => {
+                let lane = &mut self.lanes[l];
+                lane.c.bypass += 1;
+                let mut sink = TxSink {
+                    now,
+                    dev_id: lane.dev_id,
+                    queue: lane.queue,
+                    tx: &mut lane.tx,
+                    c: &mut lane.c,
+                    pcap: &mut self.pcap,
+                };
+                sink.send(m);
+            }
+            Action::Drop(reason) => {
+                self.devs[d].ingress_drops[reason] += 1;
+            }
+        }
+    }
+
+    /// Poll every pipeline at `now` and flush the TX buffers.
+    #[inline]
+    pub fn tx_all(&mut self, now: Time) {
+        for lane in &mut self.lanes {
+            let mut sink = TxSink {
+                now,
+                dev_id: lane.dev_id,
+                queue: lane.queue,
+                tx: &mut lane.tx,
+                c: &mut lane.c,
+                pcap: &mut self.pcap,
+            };
+            lane.port.poll(now, &mut sink);
+            let (sent, freed) = lane.tx.tx(lane.dev_id, lane.queue);
+            lane.c.tx_sent += sent as u64;
+            lane.c.tx_full += freed as u64;
+        }
+    }
+
+    /// Packets inside all pipelines.
+    pub fn in_flight(&self) -> usize {
+        self.lanes.iter().map(|l| l.port.in_flight()).sum()
+    }
+
+    /// Run until STOP or `until`; stats every `interval` go to `report`.
+    pub fn run(
+        &mut self,
+        until: Option<Time>,
+        interval: Option<Duration>,
+        mut report: impl FnMut(&Snapshot),
+    ) {
+        let mut rx: Burst<MAX_BURST> = Burst::default();
+        let interval_ns = interval.map(|d| d.as_nanos() as u64).filter(|&n| n > 0);
+        let mut next_stats = interval_ns.map(Time::from_nanos);
+        let mut iter: u32 = 0;
+        loop {
+            let now = self.clock.now();
+            self.rx_all(now, &mut rx);
+            self.tx_all(now);
+            iter = iter.wrapping_add(1);
+            if iter % 64 == 0 {
+                if STOP.load(Ordering::Relaxed) || until.is_some_and(|u| now >= u) {
+                    break;
+                }
+                if let (Some(t), Some(n)) = (next_stats, interval_ns) {
+                    if now >= t {
+                        report(&self.snapshot(now));
+                        next_stats = Some(Time::from_nanos(t.as_nanos() + n));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop receiving; keep transmitting until the pipelines are empty or `timeout` passes.
+    pub fn drain(&mut self, timeout: Duration) {
+        let start = self.clock.now();
+        let end = start + timeout;
+        loop {
+            let now = self.clock.now();
+            self.tx_all(now);
+            if self.in_flight() == 0 || now >= end {
+                break;
+            }
+        }
+        if let Some((w, _)) = self.pcap.as_mut() {
+            w.flush();
+        }
+    }
+
+    /// Flush the capture file.
+    pub fn flush_pcap(&mut self) {
+        if let Some((w, _)) = self.pcap.as_mut() {
+            w.flush();
+        }
+    }
+
+    /// pcap (frames written, frames skipped).
+    pub fn pcap_counts(&self) -> Option<(u64, u64)> {
+        self.pcap.as_ref().map(|(w, _)| (w.frames, w.skipped))
+    }
+
+    /// A statistics snapshot.
+    pub fn snapshot(&self, now: Time) -> Snapshot {
+        let devs = self
+            .devs
+            .iter()
+            .map(|d| DevSnap {
+                name: d.eth.name.clone(),
+                rx: d.rx,
+                ingress_drops: d.ingress_drops,
+                hw: d.eth.device_stats(),
+            })
+            .collect();
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|l| {
+                let q = l.port.qdisc();
+                LaneSnap {
+                    egress: l.name.clone(),
+                    discipline: q.name(),
+                    rate_bps: l.rate_bps,
+                    counters: *l.port.counters(),
+                    parse: *l.port.parse_stats(),
+                    in_flight: l.port.in_flight() as u64,
+                    qlen: q.len() as u64,
+                    qbytes: q.bytes(),
+                    tx_sent: l.c.tx_sent,
+                    tx_full: l.c.tx_full,
+                    bypass: l.c.bypass,
+                    variant_tx_bytes: l.c.variant_tx_bytes.to_vec(),
+                    gauges: discipline_gauges(q),
+                }
+            })
+            .collect();
+        Snapshot {
+            at: now,
+            devs,
+            lanes,
+            pool_free: u64::from(self.pool.available()),
+        }
+    }
+}
+
+/// Discipline-specific gauges: RRMQS indices and feedback, Cebinae's top flows.
+fn discipline_gauges(q: &AnyQdisc<Pkt>) -> Vec<(String, String, f64)> {
+    let mut g = Vec::new();
+    match q {
+        AnyQdisc::Rrmqs(r) => {
+            let w = r.latest_window();
+            for v in &w.variants {
+                let lab = format!("variant=\"{}\"", v.variant);
+                if let Some(i) = v.index {
+                    g.push(("rrmqs_index".to_string(), lab.clone(), i));
+                }
+                g.push((
+                    "rrmqs_main_packets".to_string(),
+                    lab.clone(),
+                    v.main_packets as f64,
+                ));
+                g.push((
+                    "rrmqs_main_flows".to_string(),
+                    lab.clone(),
+                    v.main_flows as f64,
+                ));
+                g.push((
+                    "rrmqs_feedback".to_string(),
+                    format!("{lab},state=\"{:?}\"", v.feedback),
+                    1.0,
+                ));
+            }
+            if let Some(j) = w.jain {
+                g.push(("rrmqs_jain".to_string(), String::new(), j));
+            }
+        }
+        AnyQdisc::Cebinae(c) => {
+            let r = c.last_report();
+            g.push((
+                "cebinae_saturated".to_string(),
+                String::new(),
+                if r.saturated { 1.0 } else { 0.0 },
+            ));
+            g.push((
+                "cebinae_top_flows".to_string(),
+                String::new(),
+                r.top_flows as f64,
+            ));
+            g.push((
+                "cebinae_top_bytes".to_string(),
+                String::new(),
+                r.top_bytes as f64,
+            ));
+            g.push((
+                "cebinae_top_rate_bps".to_string(),
+                String::new(),
+                r.top_rate_bps,
+            ));
+            g.push((
+                "cebinae_bot_rate_bps".to_string(),
+                String::new(),
+                r.bot_rate_bps,
+            ));
+        }
+        AnyQdisc::Red(r) => {
+            g.push(("red_average".to_string(), String::new(), r.core().average()));
+            g.push(("red_max_p".to_string(), String::new(), r.core().max_p()));
+        }
+        AnyQdisc::Choke(r) => {
+            g.push(("red_average".to_string(), String::new(), r.core().average()));
+        }
+        AnyQdisc::DropTail(_) => {}
+    }
+    g
+}
+
+/// Whether a frame carries IPv4 or IPv6 (after up to two VLAN tags).
+#[inline]
+pub fn is_ip(frame: &[u8]) -> bool {
+    let mut off = 12;
+    for _ in 0..3 {
+        let Some(t) = frame.get(off..off + 2) else {
+            return false;
+        };
+        match u16::from_be_bytes([t[0], t[1]]) {
+            0x0800 | 0x86DD => return true,
+            0x8100 | 0x88A8 => off += 4,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Install SIGINT / SIGTERM handlers that set [`STOP`].
+pub fn install_signal_handlers() {
+    extern "C" fn on_signal(_sig: libc::c_int) {
+        STOP.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the handler only stores to an atomic (async-signal-safe);
+    // `signal` is called before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// The latest Prometheus text, shared with the HTTP thread.
+pub type SharedText = Arc<Mutex<String>>;

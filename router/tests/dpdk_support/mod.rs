@@ -1,0 +1,174 @@
+//! Shared helpers of the DPDK tests: run the `tollgate-router` binary (one
+//! process per EAL), parse its final report, and decide when to SKIP.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+/// The router binary built by cargo for this test.
+pub fn router_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tollgate-router")
+}
+
+/// `Err(reason)` when the tests cannot run DPDK here (not root).
+pub fn require_root() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root (DPDK virtual devices and af_packet need root)".into());
+    }
+    Ok(())
+}
+
+/// Print the visible SKIP line.
+pub fn skip(test: &str, reason: &str) {
+    println!("SKIP: {test}: {reason}");
+    eprintln!("SKIP: {test}: {reason}");
+}
+
+/// A scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tollgate-dpdk-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// EAL arguments for an in-memory run with these vdevs. Each run gets its
+/// own file prefix so parallel test processes do not collide.
+pub fn eal_args(prefix: &str, vdevs: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "-l",
+        "0",
+        "--no-huge",
+        "--no-pci",
+        "-m",
+        "512",
+        "--log-level=lib.eal:warning",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.push(format!("--file-prefix={prefix}"));
+    for v in vdevs {
+        a.push("--vdev".into());
+        a.push(v.to_string());
+    }
+    a
+}
+
+/// The result of one router run.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code.
+    pub code: Option<i32>,
+    /// stdout.
+    pub stdout: String,
+    /// stderr.
+    pub stderr: String,
+}
+
+impl Run {
+    /// The `key=value` pairs of the `tollgate-router final:` line.
+    pub fn totals(&self) -> HashMap<String, String> {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with("tollgate-router final:"))
+            .map(kv)
+            .unwrap_or_default()
+    }
+
+    /// The `lane port=NAME ...` line as key=value pairs.
+    pub fn lane(&self, port: &str) -> HashMap<String, String> {
+        let tag = format!("lane port={port} ");
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with(&tag))
+            .map(kv)
+            .unwrap_or_default()
+    }
+
+    /// Whether EAL could not start here (then the test SKIPs).
+    pub fn eal_unavailable(&self) -> Option<String> {
+        // A bad argument (rte_errno 22) is the test's fault: fail, do not skip.
+        if self.code == Some(3)
+            && self.stderr.contains("EAL initialisation failed")
+            && !self.stderr.contains("rte_errno 22")
+        {
+            Some(format!(
+                "DPDK EAL init failed: {}",
+                self.stderr
+                    .lines()
+                    .find(|l| l.contains("EAL initialisation"))
+                    .unwrap_or("")
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// `key=value` tokens of a line.
+pub fn kv(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|t| t.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A number from a map (0 if absent).
+pub fn num(m: &HashMap<String, String>, k: &str) -> u64 {
+    m.get(k).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// Run the router with `config` text for `duration`, bounded by a watchdog.
+pub fn run_router(dir: &Path, config: &str, duration: &str, eal: &[String]) -> Run {
+    let cfg = dir.join("router.toml");
+    std::fs::write(&cfg, config).expect("write config");
+    let mut cmd = Command::new(router_bin());
+    cmd.arg("--config")
+        .arg(&cfg)
+        .arg("--duration")
+        .arg(duration)
+        .arg("--quiet")
+        .arg("--")
+        .args(eal);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    };
+    if std::env::var_os("TOLLGATE_TEST_VERBOSE").is_some() {
+        println!("{}\n{}", run.stdout, run.stderr);
+    }
+    run
+}
+
+/// Router runs are serialised within a test binary: the machine may have
+/// two cores, and the shaping assertions need the loop to keep up.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Run a command, killing it after `limit`.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("spawn");
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if rx.recv_timeout(limit).is_err() {
+            // SAFETY: sends SIGKILL to the child we spawned (by pid).
+            unsafe {
+                libc::kill(id as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    });
+    let out = child.wait_with_output().expect("wait");
+    let _ = tx.send(());
+    let _ = watchdog.join();
+    out
+}
