@@ -1,0 +1,742 @@
+//! The results file: everything a run measured, built from the engine's raw
+//! [`RunData`], written as `results.json` (plus per-flow CSV) and read back by
+//! `tollgate report`.
+//!
+//! Determinism: the file holds no wall-clock values and only ordered
+//! containers (`Vec`, struct fields), so the same scenario and seed give a
+//! byte-identical file.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tollgate_cca::StatValue;
+use tollgate_router::DropReason;
+
+use crate::metrics::{fairness_ratio, jain, time_to_ratio};
+use crate::scenario::Scenario;
+use crate::sim::RunData;
+
+/// Everything about one run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    /// Format version of this file.
+    pub format: u32,
+    /// `tollgate-tools` version.
+    pub tollgate_version: String,
+    /// Scenario name.
+    pub scenario: String,
+    /// Sweep point (`param=value`), if any.
+    pub sweep_point: Option<String>,
+    /// Seed.
+    pub seed: u64,
+    /// The fully resolved scenario.
+    pub config: serde_json::Value,
+    /// Headline numbers.
+    pub summary: Summary,
+    /// Per flow.
+    pub flows: Vec<FlowResult>,
+    /// Per variant (CCA algorithm id), in variant-id order.
+    pub variants: Vec<GroupResult>,
+    /// Per flow group, in file order.
+    pub groups: Vec<GroupResult>,
+    /// Router ports (forward bottlenecks first).
+    pub ports: Vec<PortResult>,
+    /// Time series.
+    pub series: Series,
+    /// RRMQS measurements, when the discipline is RRMQS.
+    pub rrmqs: Option<RrmqsResult>,
+}
+
+/// Headline numbers over the measurement window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// Discipline.
+    pub discipline: String,
+    /// Bottleneck rate, Mbit/s.
+    pub bottleneck_mbps: f64,
+    /// Simulated seconds.
+    pub duration_s: f64,
+    /// Measurement window start (all long-lived flows active), s.
+    pub measure_from_s: f64,
+    /// Flows in the fairness metrics (long-lived; all flows if none is).
+    pub fairness_flows: usize,
+    /// Jain's index over the measured flows' goodput.
+    pub jain: Option<f64>,
+    /// Max / min goodput.
+    pub fairness_ratio: Option<f64>,
+    /// Target ratio for `time_to_target_s`.
+    pub target_fairness_ratio: f64,
+    /// Time from `measure_from_s` until the windowed ratio reaches the target and holds.
+    pub time_to_target_s: Option<f64>,
+    /// Sum of all flows' goodput in the window, Mbit/s.
+    pub total_goodput_mbps: f64,
+    /// Mean utilization of the forward bottleneck ports (wire bytes / capacity).
+    pub utilization: f64,
+    /// Datagrams sent by all hosts.
+    pub packets: u64,
+    /// Engine events.
+    pub events: u64,
+}
+
+/// One flow.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FlowResult {
+    /// Index.
+    pub id: usize,
+    /// Group name.
+    pub group: String,
+    /// CCA spec.
+    pub cca: String,
+    /// Variant id.
+    pub variant: u8,
+    /// Variant name.
+    pub variant_name: String,
+    /// Base RTT, ms.
+    pub rtt_ms: f64,
+    /// Start, s.
+    pub start_s: f64,
+    /// Size (bytes) or `None` (unbounded).
+    pub size_bytes: Option<u64>,
+    /// Reverse direction.
+    pub reverse: bool,
+    /// Counted in the fairness metrics.
+    pub long_lived: bool,
+    /// Goodput over the measurement window, Mbit/s.
+    pub goodput_mbps: f64,
+    /// Bytes received in total.
+    pub bytes: u64,
+    /// Flow completion time (sized flows), s.
+    pub completion_s: Option<f64>,
+    /// Drops by reason at router ports.
+    pub drops: Vec<(String, u64)>,
+    /// Drops at the rate-capped access link.
+    pub access_drops: u64,
+    /// Packets the sender declared lost.
+    pub lost_packets: u64,
+    /// Datagrams the sender sent.
+    pub sent_packets: u64,
+    /// Smoothed RTT at the end, ms.
+    pub srtt_ms: Option<f64>,
+    /// RTT percentiles p50 / p99, ms.
+    pub rtt_p50_ms: Option<f64>,
+    /// p99 RTT, ms.
+    pub rtt_p99_ms: Option<f64>,
+    /// Final CCA statistics (window, details such as Libra's capacity source).
+    pub cca_stats: Vec<(String, String)>,
+    /// Error, if the flow failed.
+    pub error: Option<String>,
+}
+
+/// Aggregate of a set of flows (a variant or a group).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GroupResult {
+    /// Name.
+    pub name: String,
+    /// Flows.
+    pub flows: usize,
+    /// Sum of goodput, Mbit/s.
+    pub goodput_mbps: f64,
+    /// Mean per flow, Mbit/s.
+    pub mean_mbps: f64,
+    /// Share of all goodput.
+    pub share: f64,
+    /// Jain's index within the set.
+    pub jain: Option<f64>,
+}
+
+/// Queueing-delay percentiles, ms.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DelayPercentiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th.
+    pub p90: f64,
+    /// 99th.
+    pub p99: f64,
+    /// Max.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// One router port.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PortResult {
+    /// `fwd1`, `rev1`, ...
+    pub name: String,
+    /// Discipline.
+    pub discipline: String,
+    /// Packets received.
+    pub received: u64,
+    /// Packets transmitted.
+    pub transmitted: u64,
+    /// Drops by reason.
+    pub dropped: Vec<(String, u64)>,
+    /// ECN-marked.
+    pub marked: u64,
+    /// Inside the port at the end.
+    pub in_flight: u64,
+    /// `received == transmitted + dropped + in_flight`.
+    pub accounting_exact: bool,
+    /// Utilization over the measurement window.
+    pub utilization: f64,
+    /// Queueing delay of transmitted packets (HdrHistogram), ms.
+    pub queue_delay_ms: Option<DelayPercentiles>,
+}
+
+/// Time series, one point per sample.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Series {
+    /// Sample times, s.
+    pub t_s: Vec<f64>,
+    /// Per flow: goodput in each interval, Mbit/s.
+    pub flow_goodput_mbps: Vec<Vec<f64>>,
+    /// Jain's index over the fairness window ending at each sample (long-lived flows active for the whole window).
+    pub jain: Vec<Option<f64>>,
+    /// Fairness ratio over the same window.
+    pub fairness_ratio: Vec<Option<f64>>,
+    /// Per port: queue length, packets.
+    pub queue_packets: Vec<Vec<u32>>,
+    /// Per port: mean queueing delay of packets sent in the interval, ms.
+    pub queue_delay_ms: Vec<Vec<f64>>,
+    /// Cebinae (first forward port): number of top flows per sample.
+    pub cebinae_top_flows: Vec<u32>,
+    /// Cebinae: per flow, fraction of samples in the measurement window it was a top flow.
+    pub cebinae_top_fraction: Vec<f64>,
+    /// Cebinae: installed top-class rate per sample, Mbit/s.
+    pub cebinae_top_rate_mbps: Vec<f64>,
+}
+
+/// One RRMQS meter window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RrmqsWindow {
+    /// Window end, s.
+    pub end_s: f64,
+    /// Per variant: (name, measured index i = v/v', real index, feedback).
+    pub variants: Vec<(String, Option<f64>, Option<f64>, String)>,
+    /// Measured J(V, V').
+    pub jain: Option<f64>,
+    /// Real J from the per-flow bytes.
+    pub jain_real: Option<f64>,
+}
+
+/// RRMQS summary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RrmqsResult {
+    /// Windows (first forward port).
+    pub windows: Vec<RrmqsWindow>,
+    /// Mean measured J over windows in the measurement period.
+    pub mean_jain: Option<f64>,
+    /// Mean real J.
+    pub mean_jain_real: Option<f64>,
+    /// min(J_measure, J_real) / max(...) of the means.
+    pub accuracy: Option<f64>,
+}
+
+fn variant_name(v: u8) -> String {
+    let id = tollgate_cca::VariantId::from_dscp(v).unwrap_or(tollgate_cca::VariantId::UNMARKED);
+    let base = tollgate_cca::registry::name_of_variant(
+        tollgate_cca::VariantId::from_dscp(v & 31).unwrap_or(id),
+    )
+    .unwrap_or("unmarked");
+    if v & 32 != 0 {
+        format!("taxed({base})")
+    } else {
+        base.to_string()
+    }
+}
+
+fn mean(x: &[f64]) -> Option<f64> {
+    (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+}
+
+fn group(name: String, goodputs: &[f64], total: f64) -> GroupResult {
+    let sum: f64 = goodputs.iter().sum();
+    GroupResult {
+        name,
+        flows: goodputs.len(),
+        goodput_mbps: sum,
+        mean_mbps: mean(goodputs).unwrap_or(0.0),
+        share: if total > 0.0 { sum / total } else { 0.0 },
+        jain: jain(goodputs),
+    }
+}
+
+/// Index of the first sample at or after `t`.
+fn sample_at(t: &[f64], at: f64) -> usize {
+    t.iter()
+        .position(|&x| x + 1e-9 >= at)
+        .unwrap_or(t.len().saturating_sub(1))
+}
+
+/// Build the results of a run.
+pub fn build(s: &Scenario, d: &RunData) -> Results {
+    let t = &d.t;
+    let n = t.len();
+    let end = t.last().copied().unwrap_or(s.duration_s);
+    let k0 = sample_at(t, s.metrics.measure_from_s);
+    let t0 = if s.metrics.measure_from_s <= 0.0 {
+        0.0
+    } else {
+        t[k0]
+    };
+    let window = (end - t0).max(1e-9);
+    let rx_at = |f: &crate::sim::engine::FlowRecord, k: Option<usize>| -> u64 {
+        match k {
+            None => 0,
+            Some(k) => f.rx.get(k).copied().unwrap_or(0),
+        }
+    };
+    let k_start = if s.metrics.measure_from_s <= 0.0 {
+        None
+    } else {
+        Some(k0)
+    };
+
+    // Per flow.
+    let mut flows = Vec::new();
+    for (i, f) in d.flows.iter().enumerate() {
+        let bytes = f.rx.last().copied().unwrap_or(0);
+        let in_window = bytes - rx_at(f, k_start);
+        let spec = &f.spec;
+        let report = f.report.as_ref();
+        let cca_stats = report
+            .map(|r| {
+                let mut v = vec![
+                    ("window".to_string(), r.cca.stats.window.to_string()),
+                    ("loss_events".to_string(), r.cca.loss_events.to_string()),
+                ];
+                for (k, val) in &r.cca.stats.details {
+                    let text = match val {
+                        StatValue::Num(x) => format!("{x:.6}"),
+                        StatValue::Text(s) => s.to_string(),
+                    };
+                    v.push((k.to_string(), text));
+                }
+                v
+            })
+            .unwrap_or_default();
+        flows.push(FlowResult {
+            id: i,
+            group: s.flows[spec.group].name.clone(),
+            cca: spec.cca.clone(),
+            variant: spec.variant.dscp(),
+            variant_name: variant_name(spec.variant.dscp()),
+            rtt_ms: spec.rtt_ns as f64 / 1e6,
+            start_s: spec.start_ns as f64 / 1e9,
+            size_bytes: spec.size,
+            reverse: spec.reverse,
+            long_lived: spec.long_lived,
+            goodput_mbps: in_window as f64 * 8.0 / window / 1e6,
+            bytes,
+            completion_s: f
+                .fin_at
+                .map(|fin| fin.saturating_sub(spec.start_ns) as f64 / 1e9),
+            drops: DropReason::ALL
+                .iter()
+                .filter(|r| f.drops[r.index()] > 0)
+                .map(|r| (r.name().to_string(), f.drops[r.index()]))
+                .collect(),
+            access_drops: f.access_drops,
+            lost_packets: report.map_or(0, |r| r.quic.path.lost_packets),
+            sent_packets: report.map_or(0, |r| r.quic.udp_tx.datagrams),
+            srtt_ms: report
+                .and_then(|r| r.cca.smoothed_rtt)
+                .map(|d| d.as_secs_f64() * 1e3),
+            rtt_p50_ms: report
+                .and_then(|r| r.rtt_quantile(0.5))
+                .map(|d| d.as_secs_f64() * 1e3),
+            rtt_p99_ms: report
+                .and_then(|r| r.rtt_quantile(0.99))
+                .map(|d| d.as_secs_f64() * 1e3),
+            cca_stats,
+            error: f.error.clone(),
+        });
+    }
+
+    // Fairness set: long-lived flows; if none, every flow.
+    let fair_idx: Vec<usize> = {
+        let ll: Vec<usize> = flows
+            .iter()
+            .filter(|f| f.long_lived)
+            .map(|f| f.id)
+            .collect();
+        if ll.is_empty() {
+            (0..flows.len()).collect()
+        } else {
+            ll
+        }
+    };
+    let fair_x: Vec<f64> = fair_idx.iter().map(|&i| flows[i].goodput_mbps).collect();
+    let total: f64 = flows.iter().map(|f| f.goodput_mbps).sum();
+
+    // Series.
+    let dt = s.sample_interval_s;
+    let mut series = Series {
+        t_s: t.clone(),
+        ..Series::default()
+    };
+    for f in &d.flows {
+        let mut g = Vec::with_capacity(n);
+        let mut prev = 0u64;
+        let mut tp = 0.0;
+        for (&x, &tk) in f.rx.iter().zip(t) {
+            let span = (tk - tp).max(1e-9);
+            g.push((x - prev) as f64 * 8.0 / span / 1e6);
+            prev = x;
+            tp = tk;
+        }
+        series.flow_goodput_mbps.push(g);
+    }
+    let w = ((s.metrics.fairness_window_s / dt).round() as usize).max(1);
+    for k in 0..n {
+        let ready = k + 1 > w;
+        let (j, r) = if ready {
+            let from_t = t[k - w];
+            let x: Vec<f64> = fair_idx
+                .iter()
+                .filter(|&&i| {
+                    let sp = &d.flows[i].spec;
+                    sp.start_ns as f64 / 1e9 <= from_t + 1e-9
+                })
+                .map(|&i| {
+                    let f = &d.flows[i];
+                    (f.rx[k] - f.rx[k - w]) as f64 * 8.0 / (t[k] - from_t).max(1e-9) / 1e6
+                })
+                .collect();
+            if x.len() >= 2 {
+                (jain(&x), fairness_ratio(&x))
+            } else {
+                (None, None)
+            }
+        } else {
+            (None, None)
+        };
+        series.jain.push(j);
+        series.fairness_ratio.push(r);
+    }
+    let time_to_target = time_to_ratio(
+        t,
+        &series.fairness_ratio,
+        s.metrics.measure_from_s + s.metrics.fairness_window_s,
+        s.metrics.target_fairness_ratio,
+        s.metrics.hold_s,
+    )
+    .map(|x| x + s.metrics.fairness_window_s);
+
+    // Ports.
+    let mut ports = Vec::new();
+    let mut fwd_util = Vec::new();
+    for p in &d.ports {
+        let c = &p.counters;
+        let tx_window = p.tx_bytes.last().copied().unwrap_or(0)
+            - k_start.map_or(0, |k| p.tx_bytes.get(k).copied().unwrap_or(0));
+        let util = tx_window as f64 * 8.0 / (s.bottleneck_rate_bps * window);
+        if p.forward {
+            fwd_util.push(util);
+        }
+        for q in &p.qlen {
+            let _ = q;
+        }
+        let h = &p.delay_us;
+        let delay = (!h.is_empty()).then(|| DelayPercentiles {
+            p50: h.value_at_quantile(0.5) as f64 / 1e3,
+            p90: h.value_at_quantile(0.9) as f64 / 1e3,
+            p99: h.value_at_quantile(0.99) as f64 / 1e3,
+            max: h.max() as f64 / 1e3,
+            mean: h.mean() / 1e3,
+        });
+        ports.push(PortResult {
+            name: format!("{}{}", if p.forward { "fwd" } else { "rev" }, p.hop + 1),
+            discipline: s.router.discipline.clone(),
+            received: c.received,
+            transmitted: c.dequeued,
+            dropped: DropReason::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), c.dropped_for(*r)))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            marked: c.marked,
+            in_flight: p.in_flight as u64,
+            accounting_exact: c.received == c.dequeued + c.dropped_total() + p.in_flight as u64,
+            utilization: util,
+            queue_delay_ms: delay,
+        });
+        series.queue_packets.push(p.qlen.clone());
+        series
+            .queue_delay_ms
+            .push(p.delay_mean_ns.iter().map(|x| x / 1e6).collect());
+    }
+
+    // Cebinae state (first forward port).
+    if let Some(p) = d.ports.iter().find(|p| p.forward && !p.cebinae.is_empty()) {
+        series.cebinae_top_flows = p
+            .cebinae_top
+            .iter()
+            .map(|v| v.iter().filter(|x| **x).count() as u32)
+            .collect();
+        series.cebinae_top_rate_mbps = p.cebinae.iter().map(|r| r.top_rate_bps / 1e6).collect();
+        let from = k_start.unwrap_or(0);
+        let m = (p.cebinae_top.len() - from.min(p.cebinae_top.len())).max(1);
+        series.cebinae_top_fraction = (0..d.flows.len())
+            .map(|i| p.cebinae_top.iter().skip(from).filter(|v| v[i]).count() as f64 / m as f64)
+            .collect();
+    }
+
+    // RRMQS.
+    let rrmqs = d
+        .ports
+        .iter()
+        .find(|p| p.forward && !p.rrmqs.is_empty())
+        .map(|p| {
+            let windows: Vec<RrmqsWindow> = p
+                .rrmqs
+                .iter()
+                .map(|(w, real)| {
+                    let real_x: Vec<f64> = real.iter().map(|r| r.index).collect();
+                    RrmqsWindow {
+                        end_s: w.end.as_secs_f64(),
+                        variants: w
+                            .variants
+                            .iter()
+                            .map(|v| {
+                                (
+                                    variant_name(v.variant.dscp()),
+                                    v.index,
+                                    real.iter()
+                                        .find(|r| r.variant == v.variant)
+                                        .map(|r| r.index),
+                                    format!("{:?}", v.feedback).to_lowercase(),
+                                )
+                            })
+                            .collect(),
+                        jain: w.jain,
+                        jain_real: if real_x.len() >= 2 {
+                            jain(&real_x)
+                        } else {
+                            None
+                        },
+                    }
+                })
+                .collect();
+            let in_window: Vec<&RrmqsWindow> = windows
+                .iter()
+                .filter(|w| w.end_s > s.metrics.measure_from_s)
+                .collect();
+            let mj: Vec<f64> = in_window.iter().filter_map(|w| w.jain).collect();
+            let mr: Vec<f64> = in_window.iter().filter_map(|w| w.jain_real).collect();
+            let (mean_jain, mean_jain_real) = (mean(&mj), mean(&mr));
+            let accuracy = match (mean_jain, mean_jain_real) {
+                (Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(a.min(b) / a.max(b)),
+                _ => None,
+            };
+            RrmqsResult {
+                windows,
+                mean_jain,
+                mean_jain_real,
+                accuracy,
+            }
+        });
+
+    // Variants and groups.
+    let mut vids: Vec<u8> = flows.iter().map(|f| f.variant).collect();
+    vids.sort_unstable();
+    vids.dedup();
+    let variants = vids
+        .iter()
+        .map(|&v| {
+            let x: Vec<f64> = flows
+                .iter()
+                .filter(|f| f.variant == v)
+                .map(|f| f.goodput_mbps)
+                .collect();
+            group(variant_name(v), &x, total)
+        })
+        .collect();
+    let groups = s
+        .flows
+        .iter()
+        .map(|g| {
+            let x: Vec<f64> = flows
+                .iter()
+                .filter(|f| f.group == g.name)
+                .map(|f| f.goodput_mbps)
+                .collect();
+            group(g.name.clone(), &x, total)
+        })
+        .collect();
+
+    Results {
+        format: 1,
+        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: s.name.clone(),
+        sweep_point: s.sweep_point.clone(),
+        seed: s.seed,
+        config: serde_json::to_value(s).unwrap_or(serde_json::Value::Null),
+        summary: Summary {
+            discipline: s.router.discipline.clone(),
+            bottleneck_mbps: s.bottleneck_rate_bps / 1e6,
+            duration_s: s.duration_s,
+            measure_from_s: t0,
+            fairness_flows: fair_idx.len(),
+            jain: jain(&fair_x),
+            fairness_ratio: fairness_ratio(&fair_x),
+            target_fairness_ratio: s.metrics.target_fairness_ratio,
+            time_to_target_s: time_to_target,
+            total_goodput_mbps: total,
+            utilization: mean(&fwd_util).unwrap_or(0.0),
+            packets: d.packets_sent,
+            events: d.events,
+        },
+        flows,
+        variants,
+        groups,
+        ports,
+        series,
+        rrmqs,
+    }
+}
+
+/// Write `results.json` and `flows.csv` into `dir`.
+pub fn write(dir: &Path, r: &Results) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_string_pretty(r)?;
+    std::fs::write(dir.join("results.json"), json + "\n")?;
+    std::fs::write(dir.join("flows.csv"), csv(r))?;
+    Ok(())
+}
+
+/// Read a results file.
+pub fn read(path: &Path) -> anyhow::Result<Results> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Per-flow time series as CSV: `t_s, flow0_mbps, ..., jain, fairness_ratio, queue_pkts, queue_delay_ms`.
+pub fn csv(r: &Results) -> String {
+    let mut out = String::from("t_s");
+    for f in &r.flows {
+        let _ = write!(out, ",flow{}_{}_mbps", f.id, f.group);
+    }
+    out.push_str(",jain,fairness_ratio");
+    for p in &r.ports {
+        let _ = write!(out, ",{}_queue_pkts,{}_queue_delay_ms", p.name, p.name);
+    }
+    out.push('\n');
+    let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
+    for (k, t) in r.series.t_s.iter().enumerate() {
+        let _ = write!(out, "{t:.3}");
+        for g in &r.series.flow_goodput_mbps {
+            let _ = write!(out, ",{:.6}", g[k]);
+        }
+        let _ = write!(
+            out,
+            ",{},{}",
+            opt(r.series.jain[k]),
+            opt(r.series.fairness_ratio[k])
+        );
+        for (q, d) in r.series.queue_packets.iter().zip(&r.series.queue_delay_ms) {
+            let _ = write!(out, ",{},{:.6}", q[k], d[k]);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// The summary table printed by `tollgate sim` and `tollgate report`.
+pub fn table(r: &Results) -> String {
+    let mut o = String::new();
+    let s = &r.summary;
+    let _ = writeln!(
+        o,
+        "scenario {}{}: {} at {} Mbit/s, {} s simulated, measured from {:.1} s",
+        r.scenario,
+        r.sweep_point
+            .as_ref()
+            .map_or(String::new(), |p| format!(" [{p}]")),
+        s.discipline,
+        s.bottleneck_mbps,
+        s.duration_s,
+        s.measure_from_s
+    );
+    let _ = writeln!(
+        o,
+        "{:>4}  {:<10} {:<28} {:>7} {:>7} {:>10} {:>7} {:>7}",
+        "flow", "group", "cca", "rtt ms", "start s", "goodput", "drops", "lost"
+    );
+    for f in &r.flows {
+        let drops: u64 = f.drops.iter().map(|(_, n)| n).sum::<u64>() + f.access_drops;
+        let mut cca = f.cca.clone();
+        if cca.len() > 28 {
+            cca.truncate(27);
+            cca.push('~');
+        }
+        let _ = writeln!(
+            o,
+            "{:>4}  {:<10} {:<28} {:>7.1} {:>7.2} {:>10.2} {:>7} {:>7}",
+            f.id, f.group, cca, f.rtt_ms, f.start_s, f.goodput_mbps, drops, f.lost_packets
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:<16} {:>5} {:>12} {:>10} {:>7} {:>7}",
+        "variant", "flows", "goodput", "mean/flow", "share", "JFI"
+    );
+    for v in &r.variants {
+        let _ = writeln!(
+            o,
+            "{:<16} {:>5} {:>12.2} {:>10.2} {:>6.1}% {:>7}",
+            v.name,
+            v.flows,
+            v.goodput_mbps,
+            v.mean_mbps,
+            v.share * 100.0,
+            opt(v.jain, 3)
+        );
+    }
+    for p in &r.ports {
+        let drops: Vec<String> = p.dropped.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let d = p.queue_delay_ms.as_ref();
+        let _ = writeln!(
+            o,
+            "port {}: util {:.1}%, drops [{}], queue delay p50 {} p99 {} ms, accounting {}",
+            p.name,
+            p.utilization * 100.0,
+            drops.join(", "),
+            opt(d.map(|d| d.p50), 2),
+            opt(d.map(|d| d.p99), 2),
+            if p.accounting_exact {
+                "exact"
+            } else {
+                "MISMATCH"
+            }
+        );
+    }
+    if let Some(rr) = &r.rrmqs {
+        let _ = writeln!(
+            o,
+            "rrmqs: J(V,V') measured {} real {} accuracy {}",
+            opt(rr.mean_jain, 3),
+            opt(rr.mean_jain_real, 3),
+            opt(rr.accuracy.map(|a| a * 100.0), 1)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "overall: JFI {}  fairness ratio {}  utilization {:.1}%  goodput {:.2} Mbit/s  time to ratio {}: {}",
+        opt(s.jain, 3),
+        opt(s.fairness_ratio, 2),
+        s.utilization * 100.0,
+        s.total_goodput_mbps,
+        s.target_fairness_ratio,
+        s.time_to_target_s
+            .map_or_else(|| "not reached".to_string(), |t| format!("{t:.2} s"))
+    );
+    o
+}

@@ -1,0 +1,660 @@
+//! The event loop and the raw measurements it records.
+//!
+//! Events: a packet arriving at a link's input (or at its destination host
+//! after the last link), a router port's poll (its shaper or delay line has
+//! work), a host's transport timer, a flow's start, and the metrics sampler.
+//! A host's timer is re-armed after every interaction from
+//! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout);
+//! superseded timer events are recognised by their time and skipped.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tollgate_cca::{Time, VariantId};
+use tollgate_router::cebinae::ReconfigReport;
+use tollgate_router::rrmqs::MeterWindow;
+use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
+use tollgate_transport::{ConnReport, ConnectionOptions, PromptAcks};
+
+use super::host::{Host, Role};
+use super::net::{AnyQdisc, Collector, LinkQueue, SimPacket, WIRE_OVERHEAD};
+use super::tls::Crypto;
+use super::topology::{self, FlowSpec, Network};
+use crate::scenario::{Scenario, PACKET_BYTES};
+
+/// Per-port samples and totals.
+#[derive(Debug)]
+pub struct PortRecord {
+    /// Hop index.
+    pub hop: u32,
+    /// Forward (true) or reverse.
+    pub forward: bool,
+    /// Queue length (packets) per sample.
+    pub qlen: Vec<u32>,
+    /// Queued bytes per sample.
+    pub qbytes: Vec<u64>,
+    /// Bytes transmitted, cumulative, per sample.
+    pub tx_bytes: Vec<u64>,
+    /// Mean queueing delay (ns) of packets transmitted during each sample interval.
+    pub delay_mean_ns: Vec<f64>,
+    /// Queueing delay of every transmitted packet, µs.
+    pub delay_us: Histogram<u64>,
+    delay_sum: f64,
+    delay_n: u64,
+    /// Final port counters.
+    pub counters: Counters,
+    /// Packets inside the port at the end.
+    pub in_flight: usize,
+    /// Cebinae: reports per sample.
+    pub cebinae: Vec<ReconfigReport>,
+    /// Cebinae: per sample, per flow, whether the flow is a top flow.
+    pub cebinae_top: Vec<Vec<bool>>,
+    /// RRMQS: closed meter windows with the real per-variant values.
+    pub rrmqs: Vec<(MeterWindow, Vec<RealIndex>)>,
+    last_window_end: Time,
+    /// Per flow: bytes of the flow's packets transmitted by this port, at the last RRMQS window end.
+    flow_bytes_at_window: Vec<u64>,
+}
+
+/// The "real" per-variant slowdown index over one meter window, from the
+/// bytes each flow actually got through the port.
+#[derive(Clone, Debug)]
+pub struct RealIndex {
+    /// Variant.
+    pub variant: VariantId,
+    /// Flows of the variant that sent through the port in the window.
+    pub flows: u32,
+    /// Mean per-flow rate of the variant / fair per-flow rate.
+    pub index: f64,
+}
+
+/// Per-flow raw data.
+#[derive(Debug)]
+pub struct FlowRecord {
+    /// The flow.
+    pub spec: FlowSpec,
+    /// Application bytes received, cumulative, per sample.
+    pub rx: Vec<u64>,
+    /// Drops by reason (index = [`DropReason::index`]) of the flow's packets at router ports.
+    pub drops: [u64; DropReason::COUNT],
+    /// Drops at a rate-capped access link.
+    pub access_drops: u64,
+    /// Bytes of the flow's packets transmitted by each forward port.
+    pub port_bytes: Vec<u64>,
+    /// Receiver saw the end of the stream (virtual ns).
+    pub fin_at: Option<u64>,
+    /// Sender saw all data acknowledged.
+    pub acked_at: Option<u64>,
+    /// The sender connection's final report.
+    pub report: Option<ConnReport>,
+    /// Errors.
+    pub error: Option<String>,
+}
+
+/// Everything a run recorded.
+#[derive(Debug)]
+pub struct RunData {
+    /// Sample times, seconds.
+    pub t: Vec<f64>,
+    /// Flows.
+    pub flows: Vec<FlowRecord>,
+    /// Measured router ports (forward then reverse).
+    pub ports: Vec<PortRecord>,
+    /// Datagrams the hosts sent.
+    pub packets_sent: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// Packets are boxed so heap entries stay small (sifting moved whole packets).
+enum Ev {
+    Arrive(Box<SimPacket>),
+    PortPoll(u32),
+    HostTimer(u32),
+    FlowStart(u32),
+    Sample(u32),
+}
+
+struct Entry {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+struct Sim<'a> {
+    s: &'a Scenario,
+    now: u64,
+    base: Instant,
+    seq: u64,
+    heap: BinaryHeap<Reverse<Entry>>,
+    net: Network,
+    hosts: Vec<Host>,
+    flows: Vec<FlowRecord>,
+    ports: Vec<PortRecord>,
+    /// Link id -> index in `ports`.
+    port_of_link: Vec<Option<usize>>,
+    /// Per flow: its forward-data flow hash (for Cebinae's top-flow lookup).
+    flow_hash: Vec<u64>,
+    collector: Collector,
+    buf: Vec<u8>,
+    pool: Vec<Vec<u8>>,
+    packets_sent: u64,
+    events: u64,
+    samples: Vec<f64>,
+}
+
+/// Run a scenario; `progress` is called with the fraction of virtual time done.
+pub fn run(s: &Scenario, progress: &mut dyn FnMut(f64)) -> anyhow::Result<RunData> {
+    let net = topology::build(s)?;
+    let crypto = Crypto::new()?;
+    let mut seeder = tollgate_cca::model::SplitMix64::new(s.seed ^ 0xe9d9_0000);
+    let mut hosts = Vec::new();
+    for (i, f) in net.flows.iter().enumerate() {
+        for client in [true, false] {
+            let mut seed = [0u8; 32];
+            for chunk in seed.chunks_mut(8) {
+                chunk.copy_from_slice(&seeder.next_u64().to_le_bytes());
+            }
+            let addr = if client { f.client } else { f.server };
+            hosts.push(Host::new(addr, i as u32, seed, &crypto, client)?);
+        }
+    }
+    let nflows = net.flows.len();
+    let mut ports = Vec::new();
+    let mut port_of_link = vec![None; net.links.len()];
+    for (forward, list) in [(true, &net.forward_ports), (false, &net.reverse_ports)] {
+        for (hop, &l) in list.iter().enumerate() {
+            port_of_link[l as usize] = Some(ports.len());
+            ports.push(PortRecord {
+                hop: hop as u32,
+                forward,
+                qlen: Vec::new(),
+                qbytes: Vec::new(),
+                tx_bytes: Vec::new(),
+                delay_mean_ns: Vec::new(),
+                delay_us: Histogram::new_with_bounds(1, 60_000_000, 3)
+                    .expect("valid histogram bounds"),
+                delay_sum: 0.0,
+                delay_n: 0,
+                counters: Counters::default(),
+                in_flight: 0,
+                cebinae: Vec::new(),
+                cebinae_top: Vec::new(),
+                rrmqs: Vec::new(),
+                last_window_end: Time::ZERO,
+                flow_bytes_at_window: vec![0; nflows],
+            });
+        }
+    }
+    let hasher = tollgate_router::flow::FlowHasher::new(net.hash_seed);
+    let flow_hash = net
+        .flows
+        .iter()
+        .map(|f| {
+            hasher.hash(&tollgate_router::packet::FlowKey::new(
+                f.client.ip(),
+                f.server.ip(),
+                17,
+                f.client.port(),
+                f.server.port(),
+            ))
+        })
+        .collect();
+    let nfwd = net.forward_ports.len();
+    let flows = net
+        .flows
+        .iter()
+        .map(|f| FlowRecord {
+            spec: f.clone(),
+            rx: Vec::new(),
+            drops: [0; DropReason::COUNT],
+            access_drops: 0,
+            port_bytes: vec![0; nfwd],
+            fin_at: None,
+            acked_at: None,
+            report: None,
+            error: None,
+        })
+        .collect();
+    let mut sim = Sim {
+        s,
+        now: 0,
+        base: Instant::now(),
+        seq: 0,
+        heap: BinaryHeap::new(),
+        net,
+        hosts,
+        flows,
+        ports,
+        port_of_link,
+        flow_hash,
+        collector: Collector::default(),
+        buf: Vec::with_capacity(65_536),
+        pool: Vec::new(),
+        packets_sent: 0,
+        events: 0,
+        samples: Vec::new(),
+    };
+    let end = (s.duration_s * 1e9).round() as u64;
+    for i in 0..nflows {
+        let t = sim.net.flows[i].start_ns;
+        sim.push(t, Ev::FlowStart(i as u32));
+    }
+    let dt = (s.sample_interval_s * 1e9).round() as u64;
+    let nsamples = end.div_ceil(dt);
+    for k in 1..=nsamples {
+        sim.push((k * dt).min(end), Ev::Sample(k as u32));
+    }
+    while let Some(Reverse(e)) = sim.heap.pop() {
+        if e.t > end {
+            break;
+        }
+        sim.now = e.t;
+        sim.events += 1;
+        match e.ev {
+            Ev::Arrive(p) => sim.arrive(*p),
+            Ev::PortPoll(l) => sim.port_poll(l as usize, e.t),
+            Ev::HostTimer(h) => sim.host_timer(h as usize, e.t),
+            Ev::FlowStart(f) => sim.start_flow(f as usize),
+            Ev::Sample(k) => {
+                sim.sample();
+                progress(k as f64 / nsamples as f64);
+            }
+        }
+    }
+    sim.finish();
+    Ok(RunData {
+        t: sim.samples,
+        flows: sim.flows,
+        ports: sim.ports,
+        packets_sent: sim.packets_sent,
+        events: sim.events,
+    })
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse(Entry {
+            t,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn instant(&self, ns: u64) -> Instant {
+        self.base + Duration::from_nanos(ns)
+    }
+
+    fn ns_of(&self, i: Instant) -> u64 {
+        i.saturating_duration_since(self.base).as_nanos() as u64
+    }
+
+    fn start_flow(&mut self, f: usize) {
+        let spec = &self.net.flows[f];
+        let s = self.s;
+        let max_rtt = s
+            .flows
+            .iter()
+            .flat_map(|g| g.rtt_s.iter().copied())
+            .fold(0.0, f64::max);
+        let buffer_bytes = f64::from(s.router.buffer_packets) * PACKET_BYTES as f64;
+        let bdp = s.bottleneck_rate_bps * max_rtt / 8.0;
+        let window = (2.0 * (bdp + buffer_bytes)).clamp(1.0 * 1048576.0, 256.0 * 1048576.0) as u32;
+        let options = ConnectionOptions {
+            cca: spec.cca.clone(),
+            mark_dscp: spec.mark_dscp,
+            stats_interval: Duration::from_secs(3600),
+            prompt_acks: PromptAcks::Auto,
+            window,
+            idle_timeout: Duration::from_secs(600),
+        };
+        let (server, size) = (spec.server, spec.size);
+        let now = self.instant(self.now);
+        let h = 2 * f;
+        self.hosts[h].connect(now, server, options, size);
+        self.host_step(h);
+    }
+
+    fn host_timer(&mut self, h: usize, t: u64) {
+        let now = self.instant(self.now);
+        let host = &mut self.hosts[h];
+        if host.timer_at != Some(t) {
+            return; // superseded
+        }
+        host.timer_at = None;
+        host.ep.handle_timeout(now);
+        self.host_step(h);
+    }
+
+    /// Let the host's app react, send what the endpoint has, re-arm its timer.
+    fn host_step(&mut self, h: usize) {
+        let now_ns = self.now;
+        let now = self.instant(now_ns);
+        self.hosts[h].run_app(now, now_ns);
+        loop {
+            let mut buf = std::mem::take(&mut self.buf);
+            let t = self.hosts[h].ep.poll_transmit(now, &mut buf);
+            let Some(t) = t else {
+                self.buf = buf;
+                break;
+            };
+            let seg = t.segment_size.unwrap_or(t.size).max(1);
+            let mut off = 0;
+            while off < t.size {
+                let n = seg.min(t.size - off);
+                let mut data = self.pool.pop().unwrap_or_default();
+                data.clear();
+                data.extend_from_slice(&buf[off..off + n]);
+                off += n;
+                self.emit(h, data, t.dscp, t.ecn.map_or(0, |e| e as u8));
+            }
+            self.buf = buf;
+        }
+        // Events raised while sending (e.g. a stream became writable).
+        self.hosts[h].run_app(now, now_ns);
+        let next = self.hosts[h].ep.poll_timeout().map(|i| self.ns_of(i));
+        let host = &mut self.hosts[h];
+        if let Some(mut t) = next {
+            if t <= now_ns {
+                host.same_now_timers += 1;
+                if host.same_now_timers > 64 {
+                    // A timer that does not advance: step past it rather than spin.
+                    t = now_ns + 1_000;
+                    host.same_now_timers = 0;
+                }
+                t = t.max(now_ns);
+            } else {
+                host.same_now_timers = 0;
+            }
+            if host.timer_at != Some(t) {
+                host.timer_at = Some(t);
+                self.push(t, Ev::HostTimer(h as u32));
+            }
+        } else {
+            host.timer_at = None;
+        }
+    }
+
+    /// A host puts a datagram on its first link.
+    fn emit(&mut self, h: usize, data: Vec<u8>, dscp: u8, ecn_bits: u8) {
+        self.packets_sent += 1;
+        let flow = self.hosts[h].flow;
+        let to_server = h % 2 == 0;
+        let len = data.len() as u32 + WIRE_OVERHEAD;
+        let p = SimPacket {
+            meta: PacketMeta {
+                len,
+                ecn: super::net::ecn_of(ecn_bits),
+                ..PacketMeta::default()
+            },
+            data,
+            from: self.hosts[h].addr,
+            flow,
+            to_server,
+            hop: 0,
+            dscp,
+            enq_ns: 0,
+        };
+        self.arrive(p);
+    }
+
+    fn path(&self, p: &SimPacket) -> &[u32] {
+        let f = &self.net.flows[p.flow as usize];
+        if p.to_server {
+            &f.up_path
+        } else {
+            &f.down_path
+        }
+    }
+
+    /// A packet reaches the input of hop `p.hop` (or its host after the last).
+    fn arrive(&mut self, mut p: SimPacket) {
+        let path = self.path(&p);
+        let Some(&link) = path.get(p.hop as usize) else {
+            return self.deliver(p);
+        };
+        let now = self.now;
+        let l = &mut self.net.links[link as usize];
+        match &mut l.queue {
+            LinkQueue::Wire {
+                busy_until,
+                limit_bytes,
+                drops,
+            } => {
+                let start = now.max(*busy_until);
+                if let Some(limit) = limit_bytes {
+                    let backlog = ((start - now) as f64 / l.ns_per_byte) as u64;
+                    if backlog > *limit {
+                        *drops += 1;
+                        self.flows[p.flow as usize].access_drops += 1;
+                        self.recycle(p);
+                        return;
+                    }
+                }
+                let ser = (f64::from(p.meta.len) * l.ns_per_byte).round() as u64;
+                *busy_until = start + ser;
+                let at = *busy_until + l.delay_ns;
+                p.hop += 1;
+                self.push(at, Ev::Arrive(Box::new(p)));
+            }
+            LinkQueue::Port(port) => {
+                let f = &self.net.flows[p.flow as usize];
+                let to = if p.to_server { f.server } else { f.client };
+                port.classify(&mut p, to);
+                p.enq_ns = now;
+                let mut c = std::mem::take(&mut self.collector);
+                port.port.receive(p, Time::from_nanos(now), &mut c);
+                port.port.poll(Time::from_nanos(now), &mut c);
+                self.collector = c;
+                self.after_port(link as usize);
+            }
+        }
+    }
+
+    fn port_poll(&mut self, link: usize, t: u64) {
+        let LinkQueue::Port(port) = &mut self.net.links[link].queue else {
+            return;
+        };
+        if port.poll_at == Some(t) {
+            port.poll_at = None;
+        }
+        let mut c = std::mem::take(&mut self.collector);
+        port.port.poll(Time::from_nanos(self.now), &mut c);
+        self.collector = c;
+        self.after_port(link);
+    }
+
+    /// Forward what a port transmitted, account drops, schedule its next poll.
+    fn after_port(&mut self, link: usize) {
+        let now = self.now;
+        let rec = self.port_of_link[link];
+        let mut c = std::mem::take(&mut self.collector);
+        for (mut p, t) in c.sent.drain(..) {
+            let l = &self.net.links[link];
+            let at = t.as_nanos().max(now) + l.transit_ns(p.meta.len);
+            if let Some(r) = rec {
+                let r = &mut self.ports[r];
+                let d = now.saturating_sub(p.enq_ns);
+                let _ = r.delay_us.record((d / 1_000).max(1));
+                r.delay_sum += d as f64;
+                r.delay_n += 1;
+                if r.forward {
+                    self.flows[p.flow as usize].port_bytes[r.hop as usize] += u64::from(p.meta.len);
+                }
+            }
+            p.hop += 1;
+            self.push(at, Ev::Arrive(Box::new(p)));
+        }
+        for (p, reason) in c.dropped.drain(..) {
+            self.flows[p.flow as usize].drops[reason.index()] += 1;
+            self.recycle(p);
+        }
+        self.collector = c;
+        let LinkQueue::Port(port) = &mut self.net.links[link].queue else {
+            return;
+        };
+        if let Some(t) = port.port.next_event() {
+            let t = t.as_nanos().max(now);
+            if port.poll_at.is_none_or(|p| t < p) {
+                port.poll_at = Some(t);
+                self.seq += 1;
+                self.heap.push(Reverse(Entry {
+                    t,
+                    seq: self.seq,
+                    ev: Ev::PortPoll(link as u32),
+                }));
+            }
+        }
+        if let Some(r) = rec {
+            self.check_rrmqs(link, r);
+        }
+    }
+
+    /// Record a newly closed RRMQS meter window with the real indices.
+    fn check_rrmqs(&mut self, link: usize, r: usize) {
+        let LinkQueue::Port(port) = &self.net.links[link].queue else {
+            return;
+        };
+        let AnyQdisc::Rrmqs(q) = port.port.qdisc() else {
+            return;
+        };
+        let w = q.latest_window();
+        let rec = &mut self.ports[r];
+        if w.end == rec.last_window_end || w.end == Time::ZERO || !rec.forward {
+            return;
+        }
+        rec.last_window_end = w.end;
+        let hop = rec.hop as usize;
+        // Per-flow bytes through this port since the last window.
+        let mut per_variant: Vec<(VariantId, u32, f64)> = Vec::new();
+        let mut total = 0.0;
+        let mut active = 0u32;
+        for (i, f) in self.flows.iter().enumerate() {
+            let b = f.port_bytes[hop] - rec.flow_bytes_at_window[i];
+            rec.flow_bytes_at_window[i] = f.port_bytes[hop];
+            if b == 0 {
+                continue;
+            }
+            total += b as f64;
+            active += 1;
+            let v = f.spec.variant;
+            match per_variant.iter_mut().find(|e| e.0 == v) {
+                Some(e) => {
+                    e.1 += 1;
+                    e.2 += b as f64;
+                }
+                None => per_variant.push((v, 1, b as f64)),
+            }
+        }
+        per_variant.sort_by_key(|e| e.0);
+        let fair = if active > 0 {
+            total / f64::from(active)
+        } else {
+            0.0
+        };
+        let real = per_variant
+            .into_iter()
+            .filter(|_| fair > 0.0)
+            .map(|(variant, flows, bytes)| RealIndex {
+                variant,
+                flows,
+                index: bytes / f64::from(flows) / fair,
+            })
+            .collect();
+        rec.rrmqs.push((w.clone(), real));
+    }
+
+    fn deliver(&mut self, p: SimPacket) {
+        let f = p.flow as usize;
+        let h = if p.to_server { 2 * f + 1 } else { 2 * f };
+        let now = self.instant(self.now);
+        let tos = p.tos();
+        self.hosts[h]
+            .ep
+            .handle_datagram(now, p.from, Some(tos), &p.data);
+        self.recycle(p);
+        self.host_step(h);
+    }
+
+    fn recycle(&mut self, p: SimPacket) {
+        if self.pool.len() < 4096 {
+            self.pool.push(p.data);
+        }
+    }
+
+    fn sample(&mut self) {
+        self.samples.push(self.now as f64 / 1e9);
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let Role::Server(app) = &self.hosts[2 * i + 1].role else {
+                unreachable!("odd hosts are servers");
+            };
+            f.rx.push(app.rx_bytes);
+        }
+        for (link, r) in self.port_of_link.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            let LinkQueue::Port(port) = &self.net.links[link].queue else {
+                continue;
+            };
+            let rec = &mut self.ports[r];
+            let q = port.port.qdisc();
+            rec.qlen.push(q.len() as u32);
+            rec.qbytes.push(q.bytes());
+            rec.tx_bytes.push(port.port.counters().dequeued_bytes);
+            rec.delay_mean_ns.push(if rec.delay_n > 0 {
+                rec.delay_sum / rec.delay_n as f64
+            } else {
+                0.0
+            });
+            rec.delay_sum = 0.0;
+            rec.delay_n = 0;
+            if let AnyQdisc::Cebinae(c) = q {
+                rec.cebinae.push(*c.last_report());
+                rec.cebinae_top
+                    .push(self.flow_hash.iter().map(|&h| c.is_top(h)).collect());
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        let now = self.instant(self.now);
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if let Role::Client(app) = &self.hosts[2 * i].role {
+                f.acked_at = app.acked_at;
+                f.error = app.error.clone();
+                if let Some(ch) = app.conn {
+                    f.report = self.hosts[2 * i].ep.stats(now, ch);
+                }
+            }
+            if let Role::Server(app) = &self.hosts[2 * i + 1].role {
+                f.fin_at = app.fin_at;
+            }
+        }
+        for (link, r) in self.port_of_link.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            if let LinkQueue::Port(port) = &self.net.links[link].queue {
+                self.ports[r].counters = *port.port.counters();
+                self.ports[r].in_flight = port.port.in_flight();
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Emulated hosts: one Tollgate transport [`Endpoint`] per host, driven with
+//! virtual `Instant`s, and the two tiny applications the emulator needs.
+//!
+//! Every flow has a client (the data sender, whose connection runs the
+//! flow's CCA) and a server (the receiver, which only reads and counts).
+//! The client opens one unidirectional stream and writes zeros: unbounded,
+//! or exactly `size` bytes and then FIN. The server counts the bytes it
+//! reads; that count is the flow's goodput.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tollgate_transport::{
+    ConnectionHandle, ConnectionOptions, Dir, Endpoint, EndpointOptions, Event, StreamId,
+};
+
+use super::tls::{Crypto, SERVER_NAME};
+
+/// Most bytes handed to the endpoint per write call.
+const WRITE_CHUNK: usize = 64 * 1024;
+static ZEROS: [u8; WRITE_CHUNK] = [0; WRITE_CHUNK];
+
+/// What a host does.
+#[derive(Debug)]
+pub enum Role {
+    /// Data sender.
+    Client(ClientApp),
+    /// Data receiver.
+    Server(ServerApp),
+}
+
+/// The sending application.
+#[derive(Debug, Default)]
+pub struct ClientApp {
+    /// The connection, once started.
+    pub conn: Option<ConnectionHandle>,
+    stream: Option<StreamId>,
+    /// Bytes still to write (`None`: unbounded).
+    remaining: Option<u64>,
+    fin_sent: bool,
+    /// Virtual ns when all data was acknowledged.
+    pub acked_at: Option<u64>,
+    /// A connection error, if any.
+    pub error: Option<String>,
+}
+
+/// The receiving application.
+#[derive(Debug, Default)]
+pub struct ServerApp {
+    /// The accepted connection.
+    pub conn: Option<ConnectionHandle>,
+    /// Application bytes read.
+    pub rx_bytes: u64,
+    /// Virtual ns when the stream's end was read.
+    pub fin_at: Option<u64>,
+}
+
+/// One emulated host.
+#[derive(Debug)]
+pub struct Host {
+    /// The transport endpoint.
+    pub ep: Endpoint,
+    /// This host's address (a label; nothing touches a real network).
+    pub addr: SocketAddr,
+    /// The flow it belongs to.
+    pub flow: u32,
+    /// Client or server.
+    pub role: Role,
+    /// The virtual time of the pending timer event, if any.
+    pub timer_at: Option<u64>,
+    /// Timer events handled at the current `now` (guards against a timer that never advances).
+    pub same_now_timers: u32,
+}
+
+impl Host {
+    /// A host with a seeded endpoint.
+    pub fn new(
+        addr: SocketAddr,
+        flow: u32,
+        seed: [u8; 32],
+        crypto: &Crypto,
+        client: bool,
+    ) -> anyhow::Result<Self> {
+        let mut ep = Endpoint::new(EndpointOptions {
+            max_connections: 4,
+            max_gso_segments: 1,
+            allow_mtud: true,
+            rng_seed: Some(seed),
+        });
+        let role = if client {
+            ep.set_client(crypto.client.clone());
+            Role::Client(ClientApp::default())
+        } else {
+            let defaults = ConnectionOptions {
+                idle_timeout: Duration::from_secs(600),
+                stats_interval: Duration::from_secs(3600),
+                ..ConnectionOptions::default()
+            };
+            ep.set_server(crypto.server.clone(), defaults)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Role::Server(ServerApp::default())
+        };
+        Ok(Host {
+            ep,
+            addr,
+            flow,
+            role,
+            timer_at: None,
+            same_now_timers: 0,
+        })
+    }
+
+    /// Client: open the connection.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        options: ConnectionOptions,
+        size: Option<u64>,
+    ) {
+        let Role::Client(app) = &mut self.role else {
+            return;
+        };
+        app.remaining = size;
+        match self.ep.connect(now, remote, SERVER_NAME, options) {
+            Ok(ch) => app.conn = Some(ch),
+            Err(e) => app.error = Some(e.to_string()),
+        }
+    }
+
+    /// Deliver pending endpoint events to the app and let it write.
+    pub fn run_app(&mut self, now: Instant, now_ns: u64) {
+        while let Some(ev) = self.ep.poll_event() {
+            self.on_event(now, now_ns, ev);
+        }
+        if let Role::Client(app) = &mut self.role {
+            pump(&mut self.ep, app);
+        }
+        while let Some(ev) = self.ep.poll_event() {
+            self.on_event(now, now_ns, ev);
+        }
+    }
+
+    fn on_event(&mut self, now: Instant, now_ns: u64, ev: Event) {
+        match &mut self.role {
+            Role::Client(app) => match ev {
+                Event::Connected(ch) if Some(ch) == app.conn => {
+                    match self.ep.open(ch, Dir::Uni) {
+                        Ok(Some(id)) => app.stream = Some(id),
+                        _ => app.error = Some("cannot open a stream".into()),
+                    }
+                    pump(&mut self.ep, app);
+                }
+                Event::Writable(..) => pump(&mut self.ep, app),
+                Event::StreamAcked(ch, _) => {
+                    app.acked_at = Some(now_ns);
+                    self.ep.close(now, ch, 0, b"done");
+                }
+                Event::Closed(_, reason) if app.acked_at.is_none() && app.error.is_none() => {
+                    app.error = Some(format!("closed early: {reason:?}"));
+                }
+                _ => {}
+            },
+            Role::Server(app) => match ev {
+                Event::Accepted(ch) => app.conn = Some(ch),
+                Event::StreamOpened(ch, id) | Event::Readable(ch, id) => {
+                    while let Ok(st) = self.ep.read(ch, id, 1 << 24, |_, _| {}) {
+                        app.rx_bytes += st.bytes as u64;
+                        if st.finished {
+                            app.fin_at.get_or_insert(now_ns);
+                            break;
+                        }
+                        if st.bytes == 0 {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+/// Write as much as flow and congestion control accept; FIN when a sized flow is done.
+fn pump(ep: &mut Endpoint, app: &mut ClientApp) {
+    let (Some(ch), Some(id)) = (app.conn, app.stream) else {
+        return;
+    };
+    if app.fin_sent {
+        return;
+    }
+    loop {
+        let want = app
+            .remaining
+            .map_or(WRITE_CHUNK, |r| r.min(WRITE_CHUNK as u64) as usize);
+        if want == 0 {
+            if ep.finish(ch, id).is_ok() {
+                app.fin_sent = true;
+            }
+            return;
+        }
+        match ep.write(ch, id, &ZEROS[..want]) {
+            Ok(0) => return,
+            Ok(n) => {
+                if let Some(r) = app.remaining.as_mut() {
+                    *r -= n as u64;
+                }
+            }
+            Err(e) => {
+                app.error.get_or_insert(format!("write: {e}"));
+                return;
+            }
+        }
+    }
+}

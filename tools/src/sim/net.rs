@@ -1,0 +1,321 @@
+//! The network side of the emulator: packets, links and router ports.
+//!
+//! A [`SimPacket`] carries one QUIC datagram (its real bytes) plus the
+//! metadata a queue discipline needs. Every link is one direction of one
+//! cable with a rate and a propagation delay. Two kinds exist:
+//!
+//! - [`LinkQueue::Wire`]: a host's access link, a FIFO serializer whose
+//!   backlog is tracked as "busy until" time (O(1), no events); an optional
+//!   byte limit drops arrivals that would exceed it (rate-capped senders).
+//! - [`LinkQueue::Port`]: a router egress port from `tollgate-router`
+//!   (`classify -> delay -> discipline -> shaper -> TX`). The shaper's token
+//!   bucket is one byte deep ([`SHAPER_BURST`]), so a packet starts only when
+//!   the previous one has finished serializing; each released packet then
+//!   takes its serialization time plus the propagation delay to reach the
+//!   next hop (store and forward).
+
+use std::net::SocketAddr;
+
+use tollgate_cca::{Time, VariantId};
+use tollgate_router::cebinae::Cebinae;
+use tollgate_router::choke::Choke;
+use tollgate_router::classify::{Classifier, Rule};
+use tollgate_router::delay::DelayConfig;
+use tollgate_router::droptail::DropTail;
+use tollgate_router::flow::FlowHasher;
+use tollgate_router::packet::{Ecn, FlowKey, IpVersion, PacketInfo};
+use tollgate_router::port::{Port, Sink};
+use tollgate_router::red::Red;
+use tollgate_router::rrmqs::Rrmqs;
+use tollgate_router::shaper::ShaperConfig;
+use tollgate_router::{
+    ConfigError, Counters, DisciplineConfig, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict,
+};
+
+/// Ethernet (14) + IPv4 (20) + UDP (8) header bytes added to each datagram on the wire.
+pub const WIRE_OVERHEAD: u32 = 42;
+/// Shaper bucket depth. With a 1-byte bucket a packet may leave only once
+/// the previous one has finished serializing (the bucket goes negative by the
+/// packet's length and refills at the line rate), so the port behaves exactly
+/// as a link transmitter. A deeper bucket would let a packet start early
+/// after an idle period, compressing packet-pair dispersion (CapProbe would
+/// then over-estimate the capacity).
+pub const SHAPER_BURST: u64 = 1;
+
+/// One datagram in the emulated network.
+#[derive(Debug)]
+pub struct SimPacket {
+    /// What the disciplines look at (`len` is the wire length).
+    pub meta: PacketMeta,
+    /// The QUIC datagram.
+    pub data: Vec<u8>,
+    /// Source address (host label).
+    pub from: SocketAddr,
+    /// Flow index.
+    pub flow: u32,
+    /// Whether the packet travels from the flow's client (data sender) to its server.
+    pub to_server: bool,
+    /// Index of the current hop in the flow's path.
+    pub hop: u16,
+    /// DSCP codepoint set by the sender.
+    pub dscp: u8,
+    /// When the packet entered the current router port (virtual ns).
+    pub enq_ns: u64,
+}
+
+impl SimPacket {
+    /// The IP TOS byte as the receiving host sees it.
+    pub fn tos(&self) -> u8 {
+        (self.dscp << 2) | self.meta.ecn.bits()
+    }
+}
+
+impl PacketHandle for SimPacket {
+    #[inline]
+    fn len_bytes(&self) -> u32 {
+        self.meta.len
+    }
+    #[inline]
+    fn flow_hash(&self) -> u64 {
+        self.meta.flow_hash
+    }
+    #[inline]
+    fn variant(&self) -> VariantId {
+        self.meta.variant
+    }
+    #[inline]
+    fn ecn_capable(&self) -> bool {
+        self.meta.ecn.is_capable()
+    }
+    #[inline]
+    fn set_ce(&mut self) -> bool {
+        self.meta.set_ce()
+    }
+}
+
+/// Any of the library's disciplines, statically dispatched, with access to
+/// the concrete type for discipline-specific state (Cebinae's top flows,
+/// the RRMQS meter).
+#[derive(Debug)]
+pub enum AnyQdisc {
+    /// DropTail.
+    DropTail(DropTail<SimPacket>),
+    /// RED.
+    Red(Red<SimPacket>),
+    /// CHOKe.
+    Choke(Choke<SimPacket>),
+    /// Cebinae.
+    Cebinae(Box<Cebinae<SimPacket>>),
+    /// RRMQS.
+    Rrmqs(Box<Rrmqs<SimPacket>>),
+}
+
+macro_rules! each {
+    ($self:expr, $q:ident => $e:expr) => {
+        match $self {
+            AnyQdisc::DropTail($q) => $e,
+            AnyQdisc::Red($q) => $e,
+            AnyQdisc::Choke($q) => $e,
+            AnyQdisc::Cebinae($q) => $e,
+            AnyQdisc::Rrmqs($q) => $e,
+        }
+    };
+}
+
+impl AnyQdisc {
+    /// Build from a configuration.
+    pub fn new(config: &DisciplineConfig) -> Result<Self, ConfigError> {
+        Ok(match config {
+            DisciplineConfig::DropTail(c) => AnyQdisc::DropTail(DropTail::new(c)?),
+            DisciplineConfig::Red(c) => AnyQdisc::Red(Red::new(c)?),
+            DisciplineConfig::Choke(c) => AnyQdisc::Choke(Choke::new(c)?),
+            DisciplineConfig::Cebinae(c) => AnyQdisc::Cebinae(Box::new(Cebinae::new(c)?)),
+            DisciplineConfig::Rrmqs(c) => AnyQdisc::Rrmqs(Box::new(Rrmqs::new(c)?)),
+        })
+    }
+}
+
+impl Qdisc<SimPacket> for AnyQdisc {
+    #[inline]
+    fn enqueue(&mut self, packet: SimPacket, now: Time) -> Verdict<SimPacket> {
+        each!(self, q => q.enqueue(packet, now))
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Time) -> Option<SimPacket> {
+        each!(self, q => q.dequeue(now))
+    }
+    fn len(&self) -> usize {
+        each!(self, q => q.len())
+    }
+    fn bytes(&self) -> u64 {
+        each!(self, q => q.bytes())
+    }
+    fn counters(&self) -> &Counters {
+        each!(self, q => q.counters())
+    }
+    fn poll(&mut self, now: Time) {
+        each!(self, q => q.poll(now))
+    }
+    fn name(&self) -> &'static str {
+        each!(self, q => q.name())
+    }
+}
+
+/// What a port handed out during one `poll`: transmitted and dropped packets.
+#[derive(Debug, Default)]
+pub struct Collector {
+    /// Packets that left, with their departure time.
+    pub sent: Vec<(SimPacket, Time)>,
+    /// Packets dropped, with the reason.
+    pub dropped: Vec<(SimPacket, DropReason)>,
+}
+
+impl Sink<SimPacket> for Collector {
+    fn transmit(&mut self, packet: SimPacket, now: Time) {
+        self.sent.push((packet, now));
+    }
+    fn drop(&mut self, packet: SimPacket, reason: DropReason) {
+        self.dropped.push((packet, reason));
+    }
+}
+
+/// A router egress port in the emulator with its classifier.
+#[derive(Debug)]
+pub struct RouterPort {
+    /// The library port.
+    pub port: Port<SimPacket, AnyQdisc>,
+    classifier: Classifier,
+    hasher: FlowHasher,
+    /// A poll event is scheduled for this time.
+    pub poll_at: Option<u64>,
+    /// Whether this port is a forward-direction bottleneck (metrics are kept for it).
+    pub measured: bool,
+}
+
+impl RouterPort {
+    /// A port with `config`, line rate `rate_bps`, variant rules (empty: DSCP only).
+    pub fn new(
+        config: &DisciplineConfig,
+        rate_bps: f64,
+        rules: Vec<Rule>,
+        hash_seed: u64,
+        buffer_packets: u32,
+        measured: bool,
+    ) -> Result<Self, ConfigError> {
+        let delay = DelayConfig {
+            capacity: (buffer_packets as usize * 4).clamp(1024, 1 << 20),
+            ..DelayConfig::default()
+        };
+        let shaper = ShaperConfig {
+            rate_bps,
+            burst_bytes: SHAPER_BURST,
+        };
+        let use_dscp = rules.is_empty();
+        let classifier = Classifier::new(rules, use_dscp);
+        Ok(RouterPort {
+            port: Port::new(
+                classifier.clone(),
+                hash_seed,
+                &delay,
+                AnyQdisc::new(config)?,
+                &shaper,
+            )?,
+            classifier,
+            hasher: FlowHasher::new(hash_seed),
+            poll_at: None,
+            measured,
+        })
+    }
+
+    /// The classify stage: flow hash and variant from the packet's header
+    /// fields. The emulator has no Ethernet bytes to parse, so the parse
+    /// result is built from the packet's addresses and TOS, then handed to
+    /// the library's classifier and hasher exactly as the dataplane does.
+    pub fn classify(&self, p: &mut SimPacket, to: SocketAddr) {
+        let key = FlowKey::new(p.from.ip(), to.ip(), 17, p.from.port(), to.port());
+        let info = PacketInfo {
+            flow: key,
+            version: IpVersion::V4,
+            dscp: p.dscp,
+            ecn: p.meta.ecn,
+            vlan: None,
+            l3_offset: 14,
+            l4_offset: 34,
+            frame_len: p.meta.len,
+            ip_len: p.meta.len - 14,
+            payload_len: p.meta.len - WIRE_OVERHEAD,
+            tcp_flags: 0,
+        };
+        let variant = self.classifier.classify(&info);
+        p.meta = PacketMeta {
+            tag: p.meta.tag,
+            ..PacketMeta::from_info(&info, self.hasher.hash(&key), variant)
+        };
+    }
+}
+
+/// A link's queue.
+#[derive(Debug)]
+pub enum LinkQueue {
+    /// A host's access link (FIFO, unbounded unless `limit_bytes`).
+    Wire {
+        /// When the transmitter becomes free (virtual ns).
+        busy_until: u64,
+        /// Drop arrivals when the backlog would exceed this.
+        limit_bytes: Option<u64>,
+        /// Arrivals dropped for the limit.
+        drops: u64,
+    },
+    /// A router port running a discipline.
+    Port(Box<RouterPort>),
+}
+
+/// One direction of a cable.
+#[derive(Debug)]
+pub struct Link {
+    /// Rate, bit/s.
+    pub rate_bps: f64,
+    /// Propagation delay, ns.
+    pub delay_ns: u64,
+    /// Nanoseconds per byte.
+    pub ns_per_byte: f64,
+    /// The queue in front of it.
+    pub queue: LinkQueue,
+}
+
+impl Link {
+    /// A plain access link.
+    pub fn wire(rate_bps: f64, delay_ns: u64, limit_bytes: Option<u64>) -> Self {
+        Link {
+            rate_bps,
+            delay_ns,
+            ns_per_byte: 8e9 / rate_bps,
+            queue: LinkQueue::Wire {
+                busy_until: 0,
+                limit_bytes,
+                drops: 0,
+            },
+        }
+    }
+
+    /// A link behind a router port.
+    pub fn port(rate_bps: f64, delay_ns: u64, port: RouterPort) -> Self {
+        Link {
+            rate_bps,
+            delay_ns,
+            ns_per_byte: 8e9 / rate_bps,
+            queue: LinkQueue::Port(Box::new(port)),
+        }
+    }
+
+    /// Serialization plus propagation time of a packet of `len` bytes.
+    #[inline]
+    pub fn transit_ns(&self, len: u32) -> u64 {
+        (f64::from(len) * self.ns_per_byte).round() as u64 + self.delay_ns
+    }
+}
+
+/// The ECN codepoint of a TOS byte.
+pub fn ecn_of(tos_ecn_bits: u8) -> Ecn {
+    Ecn::from_bits(tos_ecn_bits & 0b11)
+}

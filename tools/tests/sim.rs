@@ -1,0 +1,384 @@
+//! Emulator behaviour: determinism, link utilization, RTT (un)fairness, exact
+//! packet accounting in every discipline, validation that writes nothing.
+//!
+//! Rates are kept low (20 Mbit/s) where the property does not depend on the
+//! rate, so the suite runs in a debug build in well under a minute; the long
+//! Libra experiment is `#[ignore]`d (run it with
+//! `cargo test --release -p tollgate-tools -- --ignored`).
+
+use std::process::Command;
+
+use tollgate_tools::results::{self, Results};
+use tollgate_tools::run;
+use tollgate_tools::scenario::parse_plan;
+
+fn simulate(text: &str) -> Results {
+    let plan = parse_plan(text).expect("scenario is valid");
+    let (r, _) = run::simulate(&plan.runs[0], true).expect("simulation runs");
+    r
+}
+
+fn two_flows(cca: &str, rate: &str, buffer: &str, duration: &str, from: &str) -> String {
+    format!(
+        r#"
+name = "two-flows"
+duration = "{duration}"
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "{rate}", delay = "2ms", buffer = "{buffer}" }}
+[[flows]]
+name = "short"
+cca = "{cca}"
+rtt = "10ms"
+[[flows]]
+name = "long"
+cca = "{cca}"
+rtt = "100ms"
+[metrics]
+measure_from = "{from}"
+"#
+    )
+}
+
+#[test]
+fn same_seed_gives_identical_results_json() {
+    let text = r#"
+name = "det"
+duration = "3s"
+seed = 7
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit", delay = "2ms", buffer = "0.5bdp" }
+[router]
+discipline = "red"
+[[flows]]
+count = 2
+cca = "newreno"
+rtt = ["20ms", "60ms"]
+start = "0s..0.5s"
+[[flows]]
+cca = "libra"
+rtt = "40ms"
+start = "0.2s"
+"#;
+    let a = serde_json::to_string_pretty(&simulate(text)).unwrap();
+    let b = serde_json::to_string_pretty(&simulate(text)).unwrap();
+    assert!(a.len() > 1000);
+    assert!(a == b, "two runs with the same seed differ");
+    // A different seed draws different start times, so the results differ.
+    let c = serde_json::to_string_pretty(&simulate(&text.replace("seed = 7", "seed = 8"))).unwrap();
+    assert_ne!(a, c, "the seed has no effect");
+}
+
+#[test]
+fn a_single_flow_uses_at_least_95_percent_of_the_bottleneck() {
+    let r = simulate(
+        r#"
+name = "single"
+duration = "8s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit", delay = "5ms" }
+[[flows]]
+cca = "newreno"
+rtt = "20ms"
+[metrics]
+measure_from = "3s"
+"#,
+    );
+    let u = r.summary.utilization;
+    assert!(u >= 0.95, "utilization {u}");
+    assert!(u <= 1.001, "utilization above capacity: {u}");
+    // Goodput excludes QUIC/UDP/IP/Ethernet headers (about 6 % at 1452-byte datagrams).
+    assert!(
+        r.flows[0].goodput_mbps > 0.9 * 20.0,
+        "{}",
+        r.flows[0].goodput_mbps
+    );
+}
+
+/// NewReno's RTT unfairness: with loss-based AIMD on a shared drop-tail
+/// queue, a flow's throughput goes roughly as 1/RTT (its window grows one
+/// packet per RTT), so a 10 ms flow gets far more than a 100 ms flow. The
+/// lead's fluid model gives ~90 vs ~10 Mbit/s at 100 Mbit/s with a 1-BDP
+/// buffer; queueing delay (up to 100 ms) narrows the effective RTT ratio,
+/// so we require "well over twice".
+#[test]
+fn newreno_short_rtt_flow_gets_well_over_twice_the_long_one() {
+    let r = simulate(&two_flows("newreno", "20Mbit", "1bdp", "40s", "10s"));
+    let (short, long) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+    assert!(short > 2.5 * long, "short {short} long {long}");
+    assert!(r.summary.utilization > 0.95);
+}
+
+/// TCP Libra's property (Marfia et al.; algorithms.md section 1): the window
+/// grows `alpha T^2 / (T + T0)` packets per RTT, so the rate grows
+/// `alpha / (T + T0)` packets/s per second, nearly independent of the RTT for
+/// `T << T0`; the equilibrium rate `sqrt(alpha (1 - p) / p)` does not depend
+/// on the RTT. Two Libra flows with 10 ms and 100 ms RTT through one
+/// bottleneck should therefore end within a small ratio; we require 1.5x.
+///
+/// The experiment (chosen, and stated here, after exploring; see the report
+/// in tools/README.md "Libra findings"): 100 Mbit/s, drop-tail buffer of
+/// 0.5 BDP (of the 100 ms flow), 120 s, goodput measured from 20 s, Libra
+/// with the paper's defaults but the capacity configured (`capacity=100Mbit`)
+/// so the test checks the window rule, not CapProbe. Measured: 47.6 vs
+/// 47.3 Mbit/s. The property does NOT hold in every buffer size over 120 s:
+/// 1 BDP gives 70 vs 25 Mbit/s and 0.2 BDP 73 vs 22 Mbit/s (synchronized
+/// drop-tail losses hit the short-RTT flow's many small cycles differently),
+/// and with `capacity=auto` at 1 BDP the CapProbe estimates differ between
+/// the flows (73 vs 49 Mbit/s), giving 64 vs 31 Mbit/s. NewReno under the
+/// same 0.5-BDP conditions is asserted alongside for contrast.
+#[test]
+#[ignore = "120 s of 100 Mbit/s virtual time: run with --release -- --ignored"]
+fn libra_flows_with_10_and_100_ms_rtt_come_within_1_5x() {
+    let r = simulate(&two_flows(
+        "libra(capacity=100Mbit)",
+        "100Mbit",
+        "0.5bdp",
+        "120s",
+        "20s",
+    ));
+    let (short, long) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+    let ratio = short.max(long) / short.min(long);
+    assert!(ratio < 1.5, "libra short {short} long {long} ratio {ratio}");
+    let n = simulate(&two_flows("newreno", "100Mbit", "0.5bdp", "120s", "20s"));
+    let (s, l) = (n.flows[0].goodput_mbps, n.flows[1].goodput_mbps);
+    assert!(s > 2.0 * l, "newreno short {s} long {l}");
+}
+
+/// Every discipline runs in the emulator with exact packet accounting: at
+/// each port `received == transmitted + dropped + queued`, and the drops the
+/// ports count equal the drops the emulator saw per flow.
+#[test]
+fn every_discipline_has_exact_packet_accounting() {
+    for (discipline, extra) in [
+        ("droptail", ""),
+        ("red", ""),
+        ("choke", ""),
+        ("cebinae", "tau = 0.05\ndt = \"67108864ns\""),
+        ("rrmqs", "variants = [\"newreno\", \"cubic\"]"),
+    ] {
+        let text = format!(
+            r#"
+name = "acct-{discipline}"
+duration = "4s"
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "20Mbit", delay = "2ms", buffer = "60pkt" }}
+[router]
+discipline = "{discipline}"
+{extra}
+[[flows]]
+count = 2
+cca = "newreno"
+rtt = ["10ms", "50ms"]
+[[flows]]
+cca = "cubic"
+rtt = "30ms"
+start = "0.5s"
+"#
+        );
+        let r = simulate(&text);
+        let mut port_drops = 0;
+        for p in &r.ports {
+            let dropped: u64 = p.dropped.iter().map(|(_, n)| n).sum();
+            assert_eq!(
+                p.received,
+                p.transmitted + dropped + p.in_flight,
+                "{discipline} {}",
+                p.name
+            );
+            assert!(p.accounting_exact);
+            port_drops += dropped;
+        }
+        let flow_drops: u64 = r
+            .flows
+            .iter()
+            .flat_map(|f| f.drops.iter().map(|(_, n)| n))
+            .sum();
+        assert_eq!(port_drops, flow_drops, "{discipline}");
+        assert!(r.ports[0].received > 1_000, "{discipline}: traffic flowed");
+        assert!(port_drops > 0, "{discipline}: a 60-packet buffer must drop");
+        // RRMQS feedback drops a whole variant's main-queue packets for a
+        // window when its index exceeds 1.2, which empties the link for a
+        // while (utilization ~0.45 here); the others keep the link busy.
+        let floor = if discipline == "rrmqs" { 0.2 } else { 0.8 };
+        assert!(
+            r.summary.utilization > floor,
+            "{discipline}: {}",
+            r.summary.utilization
+        );
+    }
+}
+
+#[test]
+fn cebinae_reports_top_flows_and_rrmqs_reports_its_index() {
+    let r = simulate(
+        r#"
+name = "ceb"
+duration = "4s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit", delay = "2ms" }
+[router]
+discipline = "cebinae"
+tau = 0.05
+[[flows]]
+count = 2
+cca = "newreno"
+rtt = ["10ms", "80ms"]
+"#,
+    );
+    assert!(r.series.cebinae_top_flows.iter().any(|&n| n > 0));
+    assert_eq!(r.series.cebinae_top_fraction.len(), 2);
+    let r = simulate(
+        r#"
+name = "rr"
+duration = "4s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit", delay = "2ms", buffer = "200pkt" }
+[router]
+discipline = "rrmqs"
+variants = ["newreno", "cubic"]
+[[flows]]
+count = 3
+cca = "newreno"
+rtt = "20ms"
+[[flows]]
+count = 3
+cca = "cubic"
+rtt = "20ms"
+"#,
+    );
+    let rr = r.rrmqs.expect("rrmqs results");
+    assert!(rr.windows.len() >= 5, "{} windows", rr.windows.len());
+    assert!(rr.mean_jain_real.is_some());
+}
+
+#[test]
+fn parking_lot_sized_flows_and_reverse_traffic_run() {
+    let r = simulate(
+        r#"
+name = "pl"
+duration = "4s"
+[topology]
+kind = "parking-lot"
+hops = 2
+bottleneck = { rate = "20Mbit", delay = "2ms" }
+[[flows]]
+name = "long"
+cca = "newreno"
+rtt = "30ms"
+[[flows]]
+name = "cross"
+cca = "newreno"
+rtt = "20ms"
+hops = [2, 2]
+[[flows]]
+name = "mice"
+count = 5
+cca = "cubic"
+rtt = "20ms"
+size = "10kB..100kB"
+start = "0.5s"
+interarrival = "200ms"
+hops = [1, 1]
+[[flows]]
+name = "back"
+cca = "newreno"
+rtt = "30ms"
+reverse = true
+"#,
+    );
+    assert_eq!(r.ports.len(), 4);
+    let mice: Vec<_> = r.flows.iter().filter(|f| f.group == "mice").collect();
+    assert!(
+        mice.iter().all(|f| f.completion_s.is_some()),
+        "all mice finish"
+    );
+    assert!(mice.iter().all(|f| Some(f.bytes) == f.size_bytes));
+    let back = r.flows.iter().find(|f| f.group == "back").unwrap();
+    assert!(back.goodput_mbps > 1.0);
+    // The reverse flow's data crosses the reverse ports.
+    assert!(r
+        .ports
+        .iter()
+        .any(|p| p.name.starts_with("rev") && p.utilization > 0.05));
+}
+
+#[test]
+fn a_bad_scenario_names_the_field_and_writes_nothing() {
+    let dir = std::env::temp_dir().join(format!("tollgate-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        two_flows("newreno", "20Mbit", "1bdp", "5s", "1s")
+            .replace("rtt = \"100ms\"", "rtt = \"1ms\""),
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let o = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args([
+            "sim",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("flows[1].rtt") && err.contains("1ms") && err.contains("4ms"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing may be written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_re_renders_a_results_file() {
+    let dir = std::env::temp_dir().join(format!("tollgate-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(&file, two_flows("newreno", "20Mbit", "1bdp", "2s", "0s")).unwrap();
+    let out = dir.join("results");
+    let bin = env!("CARGO_BIN_EXE_tollgate");
+    let o = Command::new(bin)
+        .args([
+            "sim",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-plots",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(table.contains("overall: JFI"), "{table}");
+    let json = out.join("two-flows/results.json");
+    let r = results::read(&json).unwrap();
+    assert_eq!(r.flows.len(), 2);
+    assert!(out.join("two-flows/flows.csv").exists());
+    let o = Command::new(bin)
+        .args(["report", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again = String::from_utf8_lossy(&o.stdout);
+    assert!(again.contains("overall: JFI"));
+    // The table re-rendered from the file is the table the run printed.
+    assert!(table.starts_with(again.as_ref()), "{again}\n---\n{table}");
+    if std::path::Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists() {
+        for p in ["throughput.png", "throughput.svg", "jain.png", "queue.svg"] {
+            assert!(out.join("two-flows").join(p).exists(), "{p}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
