@@ -312,7 +312,7 @@ impl Model {
             flow.setup.cca.on_packet_sent(now, &sent);
             let scripted_loss = match flow.setup.loss {
                 LossPattern::None => false,
-                LossPattern::EveryNth(n) => n > 0 && (pn + 1) % n == 0,
+                LossPattern::EveryNth(n) => n > 0 && (pn + 1).is_multiple_of(n),
                 LossPattern::Random { p, .. } => flow.rng.next_f64() < p,
                 LossPattern::Periodic(period) => {
                     let due = now >= flow.next_periodic_loss && !period.is_zero();

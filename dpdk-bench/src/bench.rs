@@ -239,7 +239,7 @@ fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
             ntx += tx.tx(b, 0).0 as u64;
         }
         iter = iter.wrapping_add(1);
-        if iter % 1024 == 0 && start.elapsed().as_secs_f64() >= o.seconds {
+        if iter.is_multiple_of(1024) && start.elapsed().as_secs_f64() >= o.seconds {
             break;
         }
     }

@@ -259,7 +259,7 @@ mod tests {
                 next += 1;
             }
             assert!(r.push(pkt(999_999)).is_err());
-            if round % 2 == 0 {
+            if round.is_multiple_of(2) {
                 let i = r.random_index(&mut rng).unwrap();
                 let gone = r.remove(i).unwrap().tag;
                 expect.retain(|&t| t != gone);

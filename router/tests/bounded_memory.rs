@@ -53,7 +53,7 @@ fn feed<Q: Qdisc<PacketMeta>>(q: &mut Q) -> u64 {
     for i in 0..FLOWS {
         let now = Time::from_nanos(i * 50);
         let _ = q.enqueue(packet(i), now);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             out += u64::from(q.dequeue(now).is_some());
         }
     }

@@ -486,7 +486,7 @@ pub struct ServerSummary {
     pub bad_requests: u64,
     /// Connections closed with code 0 by the peer.
     pub clean_closes: u64,
-    /// Final reports of drained connections (the first [`MAX_REPORTS`]).
+    /// Final reports of drained connections (the first 1024).
     pub reports: Vec<ConnReport>,
 }
 

@@ -15,6 +15,7 @@
 //! | [`driver`] | the mio event loop: one thread, one socket, one endpoint |
 //! | [`impair`] | loss/reordering socket wrapper for tests |
 //! | [`tls`] | rustls (ring) configs, self-signed certificates, PEM loading |
+//! | `quiche_peer` | feature `quiche`: quiche client and server speaking the bulk protocol, the reference peer |
 //!
 //! Only [`driver`] reads the clock. The emulator drives [`Endpoint`] (and any
 //! [`driver::App`]) with virtual `Instant`s instead.
@@ -66,6 +67,33 @@
 //!
 //! [`tls::SelfSigned`] for tests and examples; [`tls::server_crypto_from_pem`]
 //! and [`tls::client_crypto_with_roots_pem`] for real certificates.
+//!
+//! ## quiche as reference peer (feature `quiche`)
+//!
+//! With `--features quiche`, the `quiche_peer` module runs Cloudflare's quiche
+//! (0.30) as an independent peer speaking Tollgate's bulk protocol: a client
+//! (`quiche_peer::run_client`) and a multi-connection server
+//! (`quiche_peer::QuicheServer`), each on its own thread with a hard time
+//! limit, both verifying every byte against the bulk pattern. quiche's own
+//! congestion control (Reno, CUBIC, BBRv2) sends whatever it sends, so the
+//! same module serves "legacy" flows in mixed-variant experiments. The quiche
+//! client does not verify server certificates (test peer, self-signed
+//! certificates on loopback); the server presents a [`tls::SelfSigned`]
+//! certificate, written to a private temporary directory only while quiche
+//! loads it.
+//!
+//! ```text
+//! apt-get install cmake build-essential libclang-dev   # Debian 12
+//! cargo test -p tollgate-transport --features quiche   # includes tests/quiche_interop.rs
+//! ```
+//!
+//! The feature is off by default: quiche vendors BoringSSL, which its build
+//! compiles with cmake and binds with bindgen (libclang); without the feature
+//! none of that is in the dependency graph. `tests/quiche_interop.rs` runs a
+//! quiche client against a Tollgate server and a Tollgate client against a
+//! quiche server (both directions) for newreno, cubic, libra and taxed(cubic).
+//! quiche lacks the ACK-frequency extension, so Libra against quiche takes its
+//! capacity from the delivery rate (see above).
 
 pub mod adapter;
 pub mod bulk;
@@ -73,6 +101,8 @@ pub mod driver;
 pub mod endpoint;
 pub mod impair;
 pub mod pacing;
+#[cfg(feature = "quiche")]
+pub mod quiche_peer;
 pub mod stats;
 pub mod tls;
 pub mod udp;

@@ -50,7 +50,7 @@ fn garbage_peer_does_not_disturb_other_connections() {
                 }
                 let _ = s.send_to(&d, addr);
                 sent += 1;
-                if sent % 64 == 0 {
+                if sent.is_multiple_of(64) {
                     std::thread::yield_now();
                 }
             }

@@ -371,7 +371,7 @@ impl Router {
             self.rx_all(now, &mut rx);
             self.tx_all(now);
             iter = iter.wrapping_add(1);
-            if iter % 64 == 0 {
+            if iter.is_multiple_of(64) {
                 if STOP.load(Ordering::Relaxed) || until.is_some_and(|u| now >= u) {
                     break;
                 }

@@ -399,7 +399,7 @@ impl Sim<'_> {
     fn emit(&mut self, h: usize, data: Vec<u8>, dscp: u8, ecn_bits: u8) {
         self.packets_sent += 1;
         let flow = self.hosts[h].flow;
-        let to_server = h % 2 == 0;
+        let to_server = h.is_multiple_of(2);
         let len = data.len() as u32 + WIRE_OVERHEAD;
         let p = SimPacket {
             meta: PacketMeta {
