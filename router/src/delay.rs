@@ -107,6 +107,17 @@ impl<P: PacketHandle> DelayLine<P> {
         Ok(())
     }
 
+    /// Whether `packet` may skip the line: its class has no delay and nothing
+    /// at all is waiting, so skipping can neither reorder it nor let it
+    /// overtake another class's due packet.
+    #[inline]
+    pub fn can_bypass(&self, packet: &P) -> bool {
+        self.len == 0
+            && self.classes[usize::from(self.class_of[usize::from(packet.variant().dscp() & 63)])]
+                .delay
+                .is_zero()
+    }
+
     /// The earliest-due packet whose release time is `<= now`.
     pub fn pop_ready(&mut self, now: Time) -> Option<P> {
         let mut best: Option<(usize, Time)> = None;

@@ -92,9 +92,29 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     pub fn receive(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
         let len = packet.len_bytes();
         self.counters.on_receive(len);
-        if let Err(p) = self.delay.push(packet, now) {
+        if self.delay.can_bypass(&packet) {
+            // Zero delay and an empty line: straight to the discipline.
+            self.offer(packet, now, sink);
+        } else if let Err(p) = self.delay.push(packet, now) {
             self.counters.on_drop(DropReason::DelayLineFull, len);
             sink.drop(p, DropReason::DelayLineFull);
+        }
+    }
+
+    /// Enqueue into the discipline; account for and hand back what it drops.
+    fn offer(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
+        if let Verdict::Dropped {
+            reason,
+            packet,
+            victim,
+        } = self.qdisc.enqueue(packet, now)
+        {
+            self.counters.on_drop(reason, packet.len_bytes());
+            sink.drop(packet, reason);
+            if let Some(v) = victim {
+                self.counters.on_drop(reason, v.len_bytes());
+                sink.drop(v, reason);
+            }
         }
     }
 
@@ -102,19 +122,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     pub fn poll(&mut self, now: Time, sink: &mut impl Sink<P>) {
         self.qdisc.poll(now);
         while let Some(p) = self.delay.pop_ready(now) {
-            if let Verdict::Dropped {
-                reason,
-                packet,
-                victim,
-            } = self.qdisc.enqueue(p, now)
-            {
-                self.counters.on_drop(reason, packet.len_bytes());
-                sink.drop(packet, reason);
-                if let Some(v) = victim {
-                    self.counters.on_drop(reason, v.len_bytes());
-                    sink.drop(v, reason);
-                }
-            }
+            self.offer(p, now, sink);
         }
         loop {
             if self.slot.is_none() {
