@@ -52,4 +52,6 @@ pub mod rrmqs;
 pub mod shaper;
 
 pub use discipline::DisciplineConfig;
-pub use qdisc::{ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict};
+pub use qdisc::{
+    ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict, WithMeta,
+};

@@ -1,9 +1,10 @@
 //! The queue-discipline interface shared by every discipline.
 //!
 //! - [`PacketHandle`]: what a discipline needs from a packet (length, flow
-//!   hash, variant, ECN capability and a way to set CE). The DPDK dataplane
-//!   implements it for its mbuf wrapper; the emulator and the tests use
-//!   [`PacketMeta`] (metadata only) or [`Frame`] (metadata plus bytes).
+//!   hash, variant, ECN capability and a way to set CE). Handles that carry a
+//!   [`PacketMeta`] get it through [`WithMeta`]: the DPDK mbuf wrapper, the
+//!   emulator's packet, [`PacketMeta`] (metadata only) and [`Frame`]
+//!   (metadata plus bytes).
 //! - [`Qdisc`]: `enqueue(packet, now) -> Verdict`, `dequeue(now)`, lengths,
 //!   [`Counters`] per [`DropReason`], and `poll(now)` for disciplines with a
 //!   control loop. A discipline never reads a clock and never allocates per
@@ -91,35 +92,68 @@ impl PacketMeta {
     }
 }
 
-impl PacketHandle for PacketMeta {
+/// A packet handle that carries a [`PacketMeta`]. It gets [`PacketHandle`]
+/// from the metadata through the blanket impl below; a handle only says how
+/// CE is set on its real bytes and, if it knows more than the hash, how flows
+/// compare. The DPDK mbuf handle, the emulator's packet, [`Frame`] and
+/// [`PacketMeta`] itself all take this route.
+pub trait WithMeta {
+    /// The packet's metadata.
+    fn meta(&self) -> &PacketMeta;
+    /// Set CE in the packet (and its metadata) if it is ECN-capable; returns
+    /// whether it was marked.
+    fn mark_ce(&mut self) -> bool;
+    /// Whether two packets belong to the same flow; by default the 64-bit
+    /// flow hashes are compared.
+    fn same_flow_as(&self, other: &Self) -> bool {
+        self.meta().flow_hash == other.meta().flow_hash
+    }
+}
+
+impl<T: WithMeta> PacketHandle for T {
     #[inline]
     fn len_bytes(&self) -> u32 {
-        self.len
+        self.meta().len
     }
     #[inline]
     fn flow_hash(&self) -> u64 {
-        self.flow_hash
+        self.meta().flow_hash
     }
     #[inline]
     fn variant(&self) -> VariantId {
-        self.variant
+        self.meta().variant
     }
     #[inline]
     fn ecn_capable(&self) -> bool {
-        self.ecn.is_capable()
+        self.meta().ecn.is_capable()
     }
     #[inline]
     fn set_ce(&mut self) -> bool {
+        self.mark_ce()
+    }
+    #[inline]
+    fn flow_end(&self) -> bool {
+        self.meta().flow_end
+    }
+    #[inline]
+    fn same_flow(&self, other: &Self) -> bool {
+        self.same_flow_as(other)
+    }
+}
+
+impl WithMeta for PacketMeta {
+    #[inline]
+    fn meta(&self) -> &PacketMeta {
+        self
+    }
+    #[inline]
+    fn mark_ce(&mut self) -> bool {
         if self.ecn.is_capable() {
             self.ecn = Ecn::Ce;
             true
         } else {
             false
         }
-    }
-    #[inline]
-    fn flow_end(&self) -> bool {
-        self.flow_end
     }
 }
 
@@ -134,20 +168,11 @@ pub struct Frame {
     pub bytes: Box<[u8]>,
 }
 
-impl PacketHandle for Frame {
-    fn len_bytes(&self) -> u32 {
-        self.meta.len
+impl WithMeta for Frame {
+    fn meta(&self) -> &PacketMeta {
+        &self.meta
     }
-    fn flow_hash(&self) -> u64 {
-        self.meta.flow_hash
-    }
-    fn variant(&self) -> VariantId {
-        self.meta.variant
-    }
-    fn ecn_capable(&self) -> bool {
-        self.meta.ecn.is_capable()
-    }
-    fn set_ce(&mut self) -> bool {
+    fn mark_ce(&mut self) -> bool {
         if set_ce_in_frame(&mut self.bytes, &self.info) {
             self.meta.ecn = Ecn::Ce;
             self.info.ecn = Ecn::Ce;
@@ -156,10 +181,7 @@ impl PacketHandle for Frame {
             false
         }
     }
-    fn flow_end(&self) -> bool {
-        self.meta.flow_end
-    }
-    fn same_flow(&self, other: &Self) -> bool {
+    fn same_flow_as(&self, other: &Self) -> bool {
         self.info.flow == other.info.flow
     }
 }

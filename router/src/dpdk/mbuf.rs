@@ -11,8 +11,7 @@ use std::ptr::NonNull;
 
 use crate::packet::parse_ethernet;
 use crate::packet::set_ce_in_frame;
-use crate::{PacketHandle, PacketMeta};
-use tollgate_cca::VariantId;
+use crate::{PacketMeta, WithMeta};
 
 use super::ffi;
 
@@ -103,24 +102,12 @@ pub struct Pkt {
     pub meta: PacketMeta,
 }
 
-impl PacketHandle for Pkt {
+impl WithMeta for Pkt {
     #[inline]
-    fn len_bytes(&self) -> u32 {
-        self.meta.len
+    fn meta(&self) -> &PacketMeta {
+        &self.meta
     }
-    #[inline]
-    fn flow_hash(&self) -> u64 {
-        self.meta.flow_hash
-    }
-    #[inline]
-    fn variant(&self) -> VariantId {
-        self.meta.variant
-    }
-    #[inline]
-    fn ecn_capable(&self) -> bool {
-        self.meta.ecn.is_capable()
-    }
-    fn set_ce(&mut self) -> bool {
+    fn mark_ce(&mut self) -> bool {
         // Marking is rare: re-parse for the header offsets instead of
         // carrying the whole PacketInfo in every queued handle.
         let Ok(info) = parse_ethernet(self.mbuf.data()) else {
@@ -132,10 +119,6 @@ impl PacketHandle for Pkt {
         } else {
             false
         }
-    }
-    #[inline]
-    fn flow_end(&self) -> bool {
-        self.meta.flow_end
     }
 }
 

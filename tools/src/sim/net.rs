@@ -16,7 +16,7 @@
 
 use std::net::SocketAddr;
 
-use tollgate_cca::{Time, VariantId};
+use tollgate_cca::Time;
 use tollgate_router::cebinae::Cebinae;
 use tollgate_router::choke::Choke;
 use tollgate_router::classify::{Classifier, Rule};
@@ -29,7 +29,7 @@ use tollgate_router::red::Red;
 use tollgate_router::rrmqs::Rrmqs;
 use tollgate_router::shaper::ShaperConfig;
 use tollgate_router::{
-    ConfigError, Counters, DisciplineConfig, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict,
+    ConfigError, Counters, DisciplineConfig, DropReason, PacketMeta, Qdisc, Verdict, WithMeta,
 };
 
 /// Ethernet (14) + IPv4 (20) + UDP (8) header bytes added to each datagram on the wire.
@@ -70,26 +70,14 @@ impl SimPacket {
     }
 }
 
-impl PacketHandle for SimPacket {
+impl WithMeta for SimPacket {
     #[inline]
-    fn len_bytes(&self) -> u32 {
-        self.meta.len
+    fn meta(&self) -> &PacketMeta {
+        &self.meta
     }
     #[inline]
-    fn flow_hash(&self) -> u64 {
-        self.meta.flow_hash
-    }
-    #[inline]
-    fn variant(&self) -> VariantId {
-        self.meta.variant
-    }
-    #[inline]
-    fn ecn_capable(&self) -> bool {
-        self.meta.ecn.is_capable()
-    }
-    #[inline]
-    fn set_ce(&mut self) -> bool {
-        self.meta.set_ce()
+    fn mark_ce(&mut self) -> bool {
+        self.meta.mark_ce()
     }
 }
 
