@@ -402,15 +402,6 @@ impl<P: PacketHandle> Cebinae<P> {
         }
         self.reconfigured = false;
     }
-
-    fn drop(&mut self, reason: DropReason, packet: P) -> Verdict<P> {
-        self.counters.on_drop(reason, packet.len_bytes());
-        Verdict::Dropped {
-            reason,
-            packet,
-            victim: None,
-        }
-    }
 }
 
 impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
@@ -436,14 +427,14 @@ impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
         } else if b < (rates[head] + rates[tail]) * dt {
             tail
         } else {
-            return self.drop(DropReason::Tax, packet);
+            return self.counters.drop(DropReason::Tax, packet);
         };
         match self.queues[target].push(packet) {
             Ok(()) => {
                 self.class_bytes[class] = b.max(entitlement) + f64::from(len);
                 Verdict::Queued
             }
-            Err(packet) => self.drop(DropReason::Overlimit, packet),
+            Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
         }
     }
 

@@ -111,12 +111,7 @@ impl<P: PacketHandle> Qdisc<P> for Choke<P> {
                     } else {
                         DropReason::Forced
                     };
-                    self.counters.on_drop(reason, len);
-                    return Verdict::Dropped {
-                        reason,
-                        packet,
-                        victim: None,
-                    };
+                    return self.counters.drop(reason, packet);
                 }
             }
         } else {
@@ -129,14 +124,7 @@ impl<P: PacketHandle> Qdisc<P> for Choke<P> {
                 Verdict::Marked
             }
             Ok(()) => Verdict::Queued,
-            Err(packet) => {
-                self.counters.on_drop(DropReason::Overlimit, len);
-                Verdict::Dropped {
-                    reason: DropReason::Overlimit,
-                    packet,
-                    victim: None,
-                }
-            }
+            Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
         }
     }
 

@@ -124,23 +124,11 @@ impl<P: PacketHandle> Qdisc<P> for DropTail<P> {
         let len = packet.len_bytes();
         self.counters.on_receive(len);
         if self.q.bytes() + u64::from(len) > self.byte_limit {
-            self.counters.on_drop(DropReason::Overlimit, len);
-            return Verdict::Dropped {
-                reason: DropReason::Overlimit,
-                packet,
-                victim: None,
-            };
+            return self.counters.drop(DropReason::Overlimit, packet);
         }
         match self.q.push(packet) {
             Ok(()) => Verdict::Queued,
-            Err(packet) => {
-                self.counters.on_drop(DropReason::Overlimit, len);
-                Verdict::Dropped {
-                    reason: DropReason::Overlimit,
-                    packet,
-                    victim: None,
-                }
-            }
+            Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
         }
     }
 

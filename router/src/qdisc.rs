@@ -324,6 +324,18 @@ impl Counters {
         self.dropped_bytes[reason.index()] += u64::from(len);
     }
 
+    /// Count `packet` as dropped for `reason` and return the verdict that
+    /// hands it back to the caller.
+    #[inline]
+    pub fn drop<P: PacketHandle>(&mut self, reason: DropReason, packet: P) -> Verdict<P> {
+        self.on_drop(reason, packet.len_bytes());
+        Verdict::Dropped {
+            reason,
+            packet,
+            victim: None,
+        }
+    }
+
     /// Drops for one reason.
     pub fn dropped_for(&self, reason: DropReason) -> u64 {
         self.dropped[reason.index()]

@@ -359,12 +359,7 @@ impl<P: PacketHandle> Qdisc<P> for Red<P> {
                 } else {
                     DropReason::Forced
                 };
-                self.counters.on_drop(reason, len);
-                return Verdict::Dropped {
-                    reason,
-                    packet,
-                    victim: None,
-                };
+                return self.counters.drop(reason, packet);
             }
         }
         match self.q.push(packet) {
@@ -373,14 +368,7 @@ impl<P: PacketHandle> Qdisc<P> for Red<P> {
                 Verdict::Marked
             }
             Ok(()) => Verdict::Queued,
-            Err(packet) => {
-                self.counters.on_drop(DropReason::Overlimit, len);
-                Verdict::Dropped {
-                    reason: DropReason::Overlimit,
-                    packet,
-                    victim: None,
-                }
-            }
+            Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
         }
     }
 

@@ -461,15 +461,6 @@ impl<P: PacketHandle> Rrmqs<P> {
         self.bloom_rr.clear();
     }
 
-    fn drop(&mut self, reason: DropReason, packet: P) -> Verdict<P> {
-        self.counters.on_drop(reason, packet.len_bytes());
-        Verdict::Dropped {
-            reason,
-            packet,
-            victim: None,
-        }
-    }
-
     fn dequeue_measuring(&mut self) -> Option<P> {
         let m = self.measuring.len();
         for i in 0..m {
@@ -495,11 +486,11 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
         let k = self.index_of[usize::from(packet.variant().dscp() & 63)];
         if k == NONE {
             if self.main.len() + self.main_prio.len() >= self.cfg.main_limit {
-                return self.drop(DropReason::Overlimit, packet);
+                return self.counters.drop(DropReason::Overlimit, packet);
             }
             return match self.main.push(packet) {
                 Ok(()) => Verdict::Queued,
-                Err(p) => self.drop(DropReason::Overlimit, p),
+                Err(p) => self.counters.drop(DropReason::Overlimit, p),
             };
         }
         let k = usize::from(k);
@@ -516,15 +507,15 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
                     self.tally[k].rr_flows += u64::from(self.bloom_rr.insert(flow_key));
                     Verdict::Queued
                 }
-                Err(p) => self.drop(DropReason::Overlimit, p),
+                Err(p) => self.counters.drop(DropReason::Overlimit, p),
             };
         }
         let feedback = self.feedback[k];
         if feedback == Feedback::Drop {
-            return self.drop(DropReason::Feedback, packet);
+            return self.counters.drop(DropReason::Feedback, packet);
         }
         if self.main.len() + self.main_prio.len() >= self.cfg.main_limit {
-            return self.drop(DropReason::Overlimit, packet);
+            return self.counters.drop(DropReason::Overlimit, packet);
         }
         let band = if feedback == Feedback::Priority {
             &mut self.main_prio
@@ -537,7 +528,7 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
                 self.tally[k].main_flows += u64::from(self.bloom_main.insert(flow_key));
                 Verdict::Queued
             }
-            Err(p) => self.drop(DropReason::Overlimit, p),
+            Err(p) => self.counters.drop(DropReason::Overlimit, p),
         }
     }
 
