@@ -20,7 +20,7 @@ use crate::rrmqs::RrmqsConfig;
 use crate::shaper::ShaperConfig;
 use crate::DisciplineConfig;
 use serde::Deserialize;
-use tollgate_cca::VariantId;
+use tollgate_cca::{units, VariantId};
 
 /// Forwarding mode.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -770,61 +770,30 @@ impl DisciplineParams {
     }
 }
 
-/// "10ms", "1.5s", "250us", "100ns", "2m".
+/// "10ms", "1.5s", "250us", "100ns", "2m": the project's duration spellings
+/// ([`tollgate_cca::units::parse_duration`]), except that the unit is
+/// required here and the value must be at most 10^7 s.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like \"10ms\", \"1.5s\", \"250us\""))?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        _ => {
-            return Err(format!(
-                "{s:?}: unknown unit {unit:?} (use ns, us, ms, s, m)"
-            ))
-        }
-    };
-    let secs = v * scale;
-    if !secs.is_finite() || !(0.0..=1e7).contains(&secs) {
+    if s.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Err(format!("{s:?} has no unit (use ns, us, ms, s, m)"));
+    }
+    let d = units::parse_duration(s)?;
+    if d.as_secs_f64() > 1e7 {
         return Err(format!("{s:?} is out of range"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// A rate in bit/s.
 pub fn parse_rate(r: &Rate) -> Result<f64, String> {
     let v = match r {
         Rate::Number(v) => *v,
-        Rate::Text(s) => {
-            let t = s.trim();
-            let split = t
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(t.len());
-            let (num, unit) = t.split_at(split);
-            let n: f64 = num
-                .parse()
-                .map_err(|_| format!("{s:?} is not a rate like \"100Mbit\""))?;
-            let scale = match unit.trim().to_ascii_lowercase().as_str() {
-                "" | "bit" | "bps" => 1.0,
-                "kbit" | "kbps" => 1e3,
-                "mbit" | "mbps" => 1e6,
-                "gbit" | "gbps" => 1e9,
-                _ => {
-                    return Err(format!(
-                        "{s:?}: unknown unit {unit:?} (use bit, kbit, Mbit, Gbit)"
-                    ))
-                }
-            };
-            n * scale
-        }
+        // A bare number is bit/s, as for `Rate::Number`.
+        Rate::Text(s) => match s.trim().parse::<f64>() {
+            Ok(n) => n,
+            Err(_) => units::parse_rate_bps(s)?,
+        },
     };
     if v.is_finite() && v > 0.0 && v <= 1e13 {
         Ok(v)
@@ -931,5 +900,38 @@ pub fn variant_id(v: &VariantName) -> Result<VariantId, String> {
                     format!("unknown variant {name:?}; known: unmarked, {} (and taxed(NAME)), or a DSCP number", known.join(", "))
                 })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_need_a_unit_and_stay_in_range() {
+        assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_duration(" 1.5s "), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10").unwrap_err().contains("no unit"));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("200000min")
+            .unwrap_err()
+            .contains("out of range"));
+    }
+
+    #[test]
+    fn rates_take_units_or_plain_bits_per_second() {
+        let text = |s: &str| parse_rate(&Rate::Text(s.to_string()));
+        assert_eq!(text("100Mbit"), Ok(100e6));
+        assert_eq!(text("10Gbps"), Ok(10e9));
+        assert_eq!(text("500kbit"), Ok(500e3));
+        assert_eq!(text("9600"), Ok(9600.0));
+        assert_eq!(parse_rate(&Rate::Number(1e9)), Ok(1e9));
+        assert!(text("fast").is_err());
+        assert!(text("0").is_err());
+        assert!(text("20Tbit").is_err());
+        assert!(parse_rate(&Rate::Number(1e14)).is_err());
     }
 }
