@@ -10,11 +10,11 @@
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use tollgate_router::dpdk::config::{parse_duration, RouterConfig, SyntheticConfig};
-use tollgate_router::dpdk::dataplane::{Router, MAX_BURST};
-use tollgate_router::dpdk::eal::{Eal, EthPort, Mempool};
-use tollgate_router::dpdk::mbuf::Burst;
-use tollgate_router::dpdk::synth::Synth;
+use tollgate_dataplane::config::{parse_duration, RouterConfig, SyntheticConfig};
+use tollgate_dataplane::dataplane::{Router, MAX_BURST};
+use tollgate_dataplane::eal::{Eal, EthPort, Mempool};
+use tollgate_dataplane::mbuf::Burst;
+use tollgate_dataplane::synth::Synth;
 
 const CASES: [&str; 6] = ["forward", "droptail", "red", "choke", "cebinae", "rrmqs"];
 

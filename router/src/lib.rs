@@ -38,8 +38,6 @@ pub mod choke;
 pub mod classify;
 pub mod delay;
 pub mod discipline;
-#[cfg(feature = "dpdk")]
-pub mod dpdk;
 pub mod droptail;
 pub mod flow;
 pub mod packet;

@@ -27,7 +27,7 @@ enum Command {
     /// Congestion-control algorithms: list them, trace their windows.
     #[command(subcommand)]
     Cca(cca_cmd::CcaCommand),
-    /// Run a scenario in virtual time: summary table, results/<name>/ (JSON, CSV, plots).
+    /// Run a scenario in virtual time: summary table, results/NAME/ (JSON, CSV, plots).
     Sim(sim_cmd::SimArgs),
     /// Re-render a results.json (table and plots) without re-running.
     Report(sim_cmd::ReportArgs),

@@ -1,18 +1,34 @@
-//! Shared helpers of the DPDK tests: run the `tollgate-router` binary (one
-//! process per EAL), parse its final report, and decide when to SKIP.
-
-#![allow(dead_code)]
-
-pub mod netns;
+//! Run the `tollgate-router` binary (one process per EAL) and parse its
+//! final report.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-/// The router binary built by cargo for this test.
-pub fn router_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tollgate-router")
+/// The `tollgate-router` binary: `$TOLLGATE_ROUTER_BIN`, else the one cargo
+/// built next to this test executable (`target/<profile>/tollgate-router`;
+/// `cargo test --workspace --features tollgate-dataplane/dpdk` builds it before
+/// any test runs). Panics with the build command when it is missing.
+pub fn router_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("TOLLGATE_ROUTER_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>-<hash> -> target/<profile>/tollgate-router
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("tollgate-router"))
+        .expect("test executable has a target directory");
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it with `cargo build -p tollgate-dataplane --features dpdk` \
+         (or run the tests with `cargo test --workspace --features tollgate-dataplane/dpdk,...`), \
+         or point TOLLGATE_ROUTER_BIN at it",
+        bin.display()
+    );
+    bin
 }
 
 /// `Err(reason)` when the tests cannot run DPDK here (not root).
@@ -22,12 +38,6 @@ pub fn require_root() -> Result<(), String> {
         return Err("not root (DPDK virtual devices and af_packet need root)".into());
     }
     Ok(())
-}
-
-/// Print the visible SKIP line.
-pub fn skip(test: &str, reason: &str) {
-    println!("SKIP: {test}: {reason}");
-    eprintln!("SKIP: {test}: {reason}");
 }
 
 /// A scratch directory for one test.

@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use tollgate_cca::Time;
 
-use super::ffi;
+use crate::ffi;
 
 /// An EAL or device failure, with advice for the operator.
 #[derive(Debug)]

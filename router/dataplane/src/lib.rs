@@ -1,3 +1,5 @@
+//! # tollgate-dataplane
+//!
 //! The DPDK dataplane (cargo feature `dpdk`): binding, port setup, the
 //! burst-oriented forwarding loop around the library's pipeline, stats,
 //! Prometheus endpoint, pcap capture and L3 forwarding.
@@ -16,17 +18,33 @@
 //! | [`pcap`] | size-bounded capture |
 //! | [`synth`] | synthetic frames for net_null benchmarks and tests |
 //!
-//! The `tollgate-router` and `tollgate-dpdk-bench` binaries use it as
-//! `tollgate_router::dpdk`.
+//! The `tollgate-router` binary (this crate) and `tollgate-dpdk-bench` use it
+//! as `tollgate_dataplane`. Everything that touches DPDK, threads or a clock
+//! lives here; the algorithms it runs come from the `tollgate-router` library,
+//! which has none of those.
+//!
+//! Without the cargo feature `dpdk` this crate is empty, so the workspace
+//! builds on machines without libdpdk-dev.
 
+#[cfg(feature = "dpdk")]
 pub mod config;
+#[cfg(feature = "dpdk")]
 pub mod dataplane;
+#[cfg(feature = "dpdk")]
 pub mod disc;
+#[cfg(feature = "dpdk")]
 pub mod eal;
+#[cfg(feature = "dpdk")]
 pub mod ffi;
+#[cfg(feature = "dpdk")]
 pub mod http;
+#[cfg(feature = "dpdk")]
 pub mod l3;
+#[cfg(feature = "dpdk")]
 pub mod mbuf;
+#[cfg(feature = "dpdk")]
 pub mod pcap;
+#[cfg(feature = "dpdk")]
 pub mod stats;
+#[cfg(feature = "dpdk")]
 pub mod synth;

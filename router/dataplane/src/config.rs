@@ -10,17 +10,17 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::cebinae::CebinaeConfig;
-use crate::choke::ChokeConfig;
-use crate::classify::{Prefix, Rule};
-use crate::delay::DelayConfig;
-use crate::droptail::{DropTailConfig, Limit};
-use crate::red::RedConfig;
-use crate::rrmqs::RrmqsConfig;
-use crate::shaper::ShaperConfig;
-use crate::DisciplineConfig;
 use serde::Deserialize;
 use tollgate_cca::{units, VariantId};
+use tollgate_router::cebinae::CebinaeConfig;
+use tollgate_router::choke::ChokeConfig;
+use tollgate_router::classify::{Prefix, Rule};
+use tollgate_router::delay::DelayConfig;
+use tollgate_router::droptail::{DropTailConfig, Limit};
+use tollgate_router::red::RedConfig;
+use tollgate_router::rrmqs::RrmqsConfig;
+use tollgate_router::shaper::ShaperConfig;
+use tollgate_router::DisciplineConfig;
 
 /// Forwarding mode.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]

@@ -7,11 +7,11 @@
 
 use std::net::Ipv4Addr;
 
-use crate::packet::build::udp4;
-use crate::packet::FlowKey;
+use tollgate_router::packet::build::udp4;
+use tollgate_router::packet::FlowKey;
 
-use super::config::{variant_id, SyntheticConfig};
-use super::mbuf::Mbuf;
+use crate::config::{variant_id, SyntheticConfig};
+use crate::mbuf::Mbuf;
 
 /// Round-robin frame templates.
 #[derive(Debug)]

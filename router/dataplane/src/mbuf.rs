@@ -4,16 +4,16 @@
 //! dropped, so a packet dropped anywhere in the pipeline (a discipline's
 //! verdict, a full delay line, shutdown) is freed exactly once. [`Pkt`] is
 //! an mbuf plus the library's [`PacketMeta`] and implements
-//! [`PacketHandle`]: that is what the disciplines queue. Nothing here
+//! [`PacketHandle`](tollgate_router::PacketHandle): that is what the disciplines queue. Nothing here
 //! allocates; `Pkt` moves by value through the library's preallocated rings.
 
 use std::ptr::NonNull;
 
-use crate::packet::parse_ethernet;
-use crate::packet::set_ce_in_frame;
-use crate::{PacketMeta, WithMeta};
+use tollgate_router::packet::parse_ethernet;
+use tollgate_router::packet::set_ce_in_frame;
+use tollgate_router::{PacketMeta, WithMeta};
 
-use super::ffi;
+use crate::ffi;
 
 /// An owned mbuf.
 #[derive(Debug)]
@@ -114,7 +114,7 @@ impl WithMeta for Pkt {
             return false;
         };
         if set_ce_in_frame(self.mbuf.data_mut(), &info) {
-            self.meta.ecn = crate::packet::Ecn::Ce;
+            self.meta.ecn = tollgate_router::packet::Ecn::Ce;
             true
         } else {
             false

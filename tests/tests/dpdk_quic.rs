@@ -16,8 +16,6 @@
 //! prints `SKIP: <reason>`. Namespaces are removed at the end even on failure.
 #![cfg(feature = "dpdk")]
 
-mod dpdk_support;
-
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -26,8 +24,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use dpdk_support::netns::{enter_netns, have, KillOnDrop, Topology};
-use dpdk_support::*;
+use tollgate_tests::netns::{enter_netns, have, KillOnDrop, Topology};
+use tollgate_tests::router_run::*;
+use tollgate_tests::skip;
 use tollgate_transport::bulk::{BulkClient, BulkServer, Mode, Request, ServerSummary};
 use tollgate_transport::tls::SelfSigned;
 use tollgate_transport::{ConnectionOptions, Driver, EndpointOptions};

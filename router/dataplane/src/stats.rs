@@ -10,9 +10,9 @@
 
 use std::fmt::Write as _;
 
-use crate::packet::ParseStats;
-use crate::{Counters, DropReason};
 use tollgate_cca::{Time, VariantId};
+use tollgate_router::packet::ParseStats;
+use tollgate_router::{Counters, DropReason};
 
 /// Ingress drop reasons (before an egress pipeline).
 pub const INGRESS_REASONS: [&str; 4] = ["no_route", "not_ip", "ttl", "local"];

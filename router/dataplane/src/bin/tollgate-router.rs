@@ -14,10 +14,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tollgate_router::dpdk::config::{parse_duration, RouterConfig};
-use tollgate_router::dpdk::dataplane::{install_signal_handlers, Router, STOP};
-use tollgate_router::dpdk::eal::Eal;
-use tollgate_router::dpdk::stats::Snapshot;
+use tollgate_dataplane::config::{parse_duration, RouterConfig};
+use tollgate_dataplane::dataplane::{install_signal_handlers, Router, STOP};
+use tollgate_dataplane::eal::Eal;
+use tollgate_dataplane::stats::Snapshot;
 
 const USAGE: &str = "usage: tollgate-router --config router.toml [--duration 10s] [--quiet] -- <DPDK EAL args>\n\
     example (no NICs): tollgate-router --config router.toml -- -l 0 --no-huge --no-pci -m 512 --vdev net_null0 --vdev net_null1\n\
@@ -130,7 +130,7 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     let prom = Arc::new(Mutex::new(String::new()));
     let http = match &cfg.prometheus {
         None => None,
-        Some(addr) => match tollgate_router::dpdk::http::serve(addr, prom.clone()) {
+        Some(addr) => match tollgate_dataplane::http::serve(addr, prom.clone()) {
             Ok(h) => {
                 println!("  prometheus: http://{addr}/metrics");
                 Some(h)

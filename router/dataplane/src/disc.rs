@@ -5,13 +5,13 @@
 //! (The library's `DisciplineConfig::build` returns a `Box<dyn Qdisc>`, which
 //! hides those accessors; this enum is the dataplane's workaround.)
 
-use crate::cebinae::Cebinae;
-use crate::choke::Choke;
-use crate::droptail::DropTail;
-use crate::red::Red;
-use crate::rrmqs::Rrmqs;
-use crate::{ConfigError, Counters, DisciplineConfig, PacketHandle, Qdisc, Verdict};
 use tollgate_cca::Time;
+use tollgate_router::cebinae::Cebinae;
+use tollgate_router::choke::Choke;
+use tollgate_router::droptail::DropTail;
+use tollgate_router::red::Red;
+use tollgate_router::rrmqs::Rrmqs;
+use tollgate_router::{ConfigError, Counters, DisciplineConfig, PacketHandle, Qdisc, Verdict};
 
 /// Any library discipline.
 #[derive(Debug)]

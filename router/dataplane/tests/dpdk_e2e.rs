@@ -9,13 +9,12 @@
 //! prints `SKIP: <reason>`. Namespaces are removed at the end even on failure.
 #![cfg(feature = "dpdk")]
 
-mod dpdk_support;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use dpdk_support::netns::{have, KillOnDrop, Topology};
-use dpdk_support::*;
+use tollgate_tests::netns::{have, KillOnDrop, Topology};
+use tollgate_tests::router_run::*;
+use tollgate_tests::skip;
 
 const FLOW_SECS: f64 = 6.0;
 

@@ -7,12 +7,11 @@
 //! Without root or a working EAL each test prints `SKIP: <reason>`.
 #![cfg(feature = "dpdk")]
 
-mod dpdk_support;
-
 use std::io::{Read, Write};
 use std::process::Command;
 
-use dpdk_support::*;
+use tollgate_tests::router_run::*;
+use tollgate_tests::skip;
 
 fn two_null_ports(discipline: &str, extra_port0: &str) -> String {
     format!(

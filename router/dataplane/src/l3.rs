@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::config::{parse_mac, parse_prefix, Mode, RouterConfig};
-use super::mbuf::Mbuf;
+use crate::config::{parse_mac, parse_prefix, Mode, RouterConfig};
+use crate::mbuf::Mbuf;
 
 /// Learned-neighbour capacity.
 pub const MAX_NEIGHBOURS: usize = 4096;

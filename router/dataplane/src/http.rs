@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::dataplane::{SharedText, STOP};
+use crate::dataplane::{SharedText, STOP};
 
 /// Bind `addr` and serve `text` until [`STOP`].
 pub fn serve(addr: &str, text: SharedText) -> std::io::Result<JoinHandle<()>> {

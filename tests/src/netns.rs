@@ -33,6 +33,7 @@ pub fn sh(args: &[&str]) -> Result<(), String> {
 
 /// Two namespaces (`ns_a` 10.77.0.1, `ns_b` 10.77.0.2) and two veth pairs
 /// whose outer ends `r_a`/`r_b` are for the router; removed on drop.
+#[derive(Debug)]
 pub struct Topology {
     /// Namespace of host A.
     pub ns_a: String,
@@ -161,6 +162,7 @@ pub fn enter_netns(ns: &str) -> std::io::Result<()> {
 }
 
 /// A child process killed (by its pid) and reaped on drop.
+#[derive(Debug)]
 pub struct KillOnDrop(pub Child);
 
 impl Drop for KillOnDrop {

@@ -3,32 +3,32 @@
 //!
 //! Shaped like DPDK's l3fwd: one loop per lcore polls its RX queues, hands
 //! each burst to the egress pipelines ([`Lane`]: the library's
-//! [`crate::port::Port`] around the configured discipline), then
+//! [`tollgate_router::port::Port`] around the configured discipline), then
 //! polls every pipeline once, which releases due packets from the delay
 //! line into the discipline and dequeues what the shaper allows into a TX
 //! burst buffer. Nothing on this path allocates: packets live in mbufs,
 //! handles move by value through the library's preallocated rings.
 //!
-//! Today one lcore runs every port pair; a [`Worker`] owns its RX queues and
-//! lanes, so RSS multi-queue means one worker per queue (see DPDK.md).
+//! Today one lcore runs every port pair: one [`Router`] owns every RX queue
+//! and every egress lane (see DPDK.md for the planned multi-lcore layout).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::classify::Classifier;
-use crate::port::{Port, Sink};
-use crate::{DropReason, Qdisc};
 use tollgate_cca::Time;
+use tollgate_router::classify::Classifier;
+use tollgate_router::port::{Port, Sink};
+use tollgate_router::{DropReason, Qdisc};
 
-use super::config::{CaptureWhat, Mode, RouterConfig};
-use super::disc::AnyQdisc;
-use super::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
-use super::l3::{Action, L3};
-use super::mbuf::{Burst, Mbuf, Pkt};
-use super::pcap::PcapWriter;
-use super::stats::{DevSnap, LaneSnap, Snapshot};
-use super::synth::Synth;
+use crate::config::{CaptureWhat, Mode, RouterConfig};
+use crate::disc::AnyQdisc;
+use crate::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
+use crate::l3::{Action, L3};
+use crate::mbuf::{Burst, Mbuf, Pkt};
+use crate::pcap::PcapWriter;
+use crate::stats::{DevSnap, LaneSnap, Snapshot};
+use crate::synth::Synth;
 
 /// Largest RX burst.
 pub const MAX_BURST: usize = 256;
@@ -47,7 +47,7 @@ pub struct Device {
     pub synth: Option<Synth>,
     /// Frames received.
     pub rx: u64,
-    /// Ingress drops per [`super::stats::INGRESS_REASONS`].
+    /// Ingress drops per [`crate::stats::INGRESS_REASONS`].
     pub ingress_drops: [u64; 4],
     /// L2: the lane frames from this device go to.
     pub peer_lane: usize,
