@@ -250,7 +250,7 @@ fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
 fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f64), String> {
     let port = |dev: &str, peer: &str| {
         format!(
-            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {} }}\n[ports.egress]\ndiscipline = {{ kind = \"{discipline}\" }}\n",
+            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {} }}\n[ports.egress]\ndiscipline = \"{discipline}\"\n",
             o.flows, o.frame_len
         )
     };

@@ -16,7 +16,7 @@ use tollgate_cca::Time;
 use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::rng::{mix64, Rng};
 use tollgate_router::rrmqs::THESIS_VARIANTS;
-use tollgate_router::{DisciplineConfig, PacketMeta, Qdisc};
+use tollgate_router::{AnyQdisc, DisciplineConfig, PacketMeta, Qdisc};
 
 fn packets(flows: u64) -> Vec<PacketMeta> {
     let mut rng = Rng::new(99);
@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
     for name in ["droptail", "red", "choke", "cebinae", "rrmqs"] {
         for flows in [1u64, 1_000, 100_000] {
             let pkts = packets(flows);
-            let mut q = config(name).build::<PacketMeta>().unwrap();
+            let mut q = AnyQdisc::<PacketMeta>::new(&config(name)).unwrap();
             let mut now_ps = 0u64; // picoseconds, 67 200 per packet
             for p in pkts.iter().take(64) {
                 let _ = q.enqueue(*p, Time::from_nanos(now_ps / 1000));

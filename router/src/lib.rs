@@ -27,17 +27,19 @@
 //! | [`shaper`] | token-bucket egress shaper | |
 //! | [`delay`] | delay line per port / flow class | |
 //! | [`port`] | the port pipeline | |
-//! | [`discipline`] | run-time choice of discipline | |
+//! | [`discipline_config`] | the discipline configuration: one TOML shape (`discipline = "red"` plus its keys) for every front end | `router/README.md` |
+//! | [`any_qdisc`] | every discipline in one enum, static dispatch | |
 //! | [`rng`] | seeded SplitMix64 | Steele, Lea & Flood 2014 |
 //!
 //! Parameters, defaults and sources of every discipline: `router/README.md`.
 
+pub mod any_qdisc;
 pub mod bloom;
 pub mod cebinae;
 pub mod choke;
 pub mod classify;
 pub mod delay;
-pub mod discipline;
+pub mod discipline_config;
 pub mod droptail;
 pub mod flow;
 pub mod packet;
@@ -49,7 +51,8 @@ pub mod rng;
 pub mod rrmqs;
 pub mod shaper;
 
-pub use discipline::DisciplineConfig;
+pub use any_qdisc::AnyQdisc;
+pub use discipline_config::{Context, DisciplineConfig, DisciplineKeys};
 pub use qdisc::{
     ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict, WithMeta,
 };

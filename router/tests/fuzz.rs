@@ -14,7 +14,7 @@ use tollgate_router::droptail::{DropTailConfig, Limit};
 use tollgate_router::packet::{build, parse_ethernet, parse_ip, Ecn, FlowKey};
 use tollgate_router::red::RedConfig;
 use tollgate_router::rrmqs::RrmqsConfig;
-use tollgate_router::{DisciplineConfig, PacketMeta, Qdisc, Verdict};
+use tollgate_router::{AnyQdisc, DisciplineConfig, PacketMeta, Qdisc, Verdict};
 
 fn configs() -> Vec<DisciplineConfig> {
     let red = RedConfig {
@@ -122,7 +122,7 @@ proptest! {
     #[test]
     fn accounting_is_exact_under_arbitrary_operations(ops in proptest::collection::vec(op(), 1..300)) {
         for cfg in configs() {
-            let mut q = cfg.build::<PacketMeta>().unwrap();
+            let mut q = AnyQdisc::<PacketMeta>::new(&cfg).unwrap();
             let mut outstanding = HashSet::new();
             let mut returned = 0u64;
             let give_back = |p: PacketMeta, outstanding: &mut HashSet<u64>| {

@@ -64,7 +64,14 @@ peer = "net_af_packet0"
 [ports.egress]
 rate = "100Mbit"
 delay = "5ms"
-discipline = { kind = "rrmqs", variants = ["newreno", "cubic"], flows_per_queue = 1, packets_per_queue = 4, main_limit = 300, rrmqs_probability = 0.2, window = "500ms", feedback = false }
+discipline = "rrmqs"
+variants = ["newreno", "cubic"]
+flows_per_queue = 1
+packets_per_queue = 4
+main_limit = 300
+rrmqs_probability = 0.2
+window = "500ms"
+feedback = false
 "#
     .to_string()
 }

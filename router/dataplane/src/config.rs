@@ -12,15 +12,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use tollgate_cca::{units, VariantId};
-use tollgate_router::cebinae::CebinaeConfig;
-use tollgate_router::choke::ChokeConfig;
 use tollgate_router::classify::{Prefix, Rule};
 use tollgate_router::delay::DelayConfig;
-use tollgate_router::droptail::{DropTailConfig, Limit};
-use tollgate_router::red::RedConfig;
-use tollgate_router::rrmqs::RrmqsConfig;
+use tollgate_router::discipline_config::parse_variant;
 use tollgate_router::shaper::ShaperConfig;
-use tollgate_router::DisciplineConfig;
+use tollgate_router::{Context, DisciplineConfig, DisciplineKeys};
 
 /// Forwarding mode.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -139,27 +135,74 @@ fn d_queues() -> u16 {
 }
 
 /// The egress pipeline of a port: delay line, discipline, shaper.
+///
+/// One flat table: the egress keys below, `discipline = "<name>"` and that
+/// discipline's keys, the same shape as a scenario's `[router]` table
+/// ([`DisciplineKeys`], documented in `router/README.md`).
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "toml::Table")]
 pub struct EgressConfig {
     /// Shaper rate ("100Mbit", "10Gbit", or bit/s). Default: the link speed.
-    #[serde(default)]
     pub rate: Option<Rate>,
     /// Shaper bucket depth in bytes. Default 3028.
-    #[serde(default)]
     pub burst_bytes: Option<u64>,
     /// Emulated propagation delay of every packet ("10ms"). Default 0.
-    #[serde(default)]
     pub delay: Option<String>,
     /// Per-variant delays: `{ cubic = "40ms", newreno = "10ms" }`.
-    #[serde(default)]
     pub class_delays: BTreeMap<String, String>,
     /// Packets per delay class. Default 100000.
-    #[serde(default)]
     pub delay_capacity: Option<usize>,
-    /// The discipline and its parameters. Default DropTail.
+    /// The discipline and its keys. Default DropTail.
+    pub discipline: DisciplineKeys,
+}
+
+/// The egress keys that are not the discipline's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EgressKeys {
+    rate: Option<Rate>,
+    burst_bytes: Option<u64>,
+    delay: Option<String>,
     #[serde(default)]
-    pub discipline: Option<DisciplineParams>,
+    class_delays: BTreeMap<String, String>,
+    delay_capacity: Option<usize>,
+}
+
+const EGRESS_KEYS: [&str; 5] = [
+    "rate",
+    "burst_bytes",
+    "delay",
+    "class_delays",
+    "delay_capacity",
+];
+
+impl TryFrom<toml::Table> for EgressConfig {
+    type Error = String;
+
+    fn try_from(mut table: toml::Table) -> Result<Self, String> {
+        let mut own = toml::Table::new();
+        for k in EGRESS_KEYS {
+            if let Some(v) = table.remove(k) {
+                own.insert(k.to_string(), v);
+            }
+        }
+        let keys: EgressKeys = own.try_into().map_err(|e| e.to_string())?;
+        let discipline = DisciplineKeys::from_table(table).map_err(|e| {
+            format!(
+                "{e} (an egress table takes {}, `discipline` and that discipline's keys; \
+                 reference: router/README.md)",
+                EGRESS_KEYS.join(", ")
+            )
+        })?;
+        Ok(EgressConfig {
+            rate: keys.rate,
+            burst_bytes: keys.burst_bytes,
+            delay: keys.delay,
+            class_delays: keys.class_delays,
+            delay_capacity: keys.delay_capacity,
+            discipline,
+        })
+    }
 }
 
 /// A rate: bit/s as a number, or a string with unit.
@@ -170,93 +213,6 @@ pub enum Rate {
     Number(f64),
     /// "100Mbit", "1.5Gbit", "500kbit", "10Gbps".
     Text(String),
-}
-
-/// A discipline with optional parameters (unset ones keep the library's defaults).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum DisciplineParams {
-    /// DropTail.
-    DropTail(DropTailParams),
-    /// RED.
-    Red(RedParams),
-    /// CHOKe (RED parameters).
-    Choke(RedParams),
-    /// Cebinae.
-    Cebinae(CebinaeParams),
-    /// RRMQS.
-    Rrmqs(RrmqsParams),
-}
-
-/// DropTail parameters: one of the limits.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DropTailParams {
-    /// Packets.
-    pub limit_packets: Option<u32>,
-    /// Bytes.
-    pub limit_bytes: Option<u64>,
-    /// Fraction of the BDP at the shaper rate and `rtt`.
-    pub limit_bdp: Option<f64>,
-    /// RTT for `limit_bdp`.
-    pub rtt: Option<String>,
-}
-
-/// RED / CHOKe parameters.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(missing_docs)]
-pub struct RedParams {
-    pub limit: Option<u32>,
-    pub min_th: Option<f64>,
-    pub max_th: Option<f64>,
-    pub max_p: Option<f64>,
-    pub weight: Option<f64>,
-    pub gentle: Option<bool>,
-    pub adaptive: Option<bool>,
-    pub adapt_interval: Option<String>,
-    pub byte_mode: Option<bool>,
-    pub mean_pkt_bytes: Option<u32>,
-    pub ecn: Option<bool>,
-    pub harddrop: Option<bool>,
-    pub seed: Option<u64>,
-}
-
-/// Cebinae parameters.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(missing_docs)]
-pub struct CebinaeParams {
-    pub max_size: Option<u32>,
-    pub dt: Option<String>,
-    pub vdt: Option<String>,
-    pub l: Option<String>,
-    pub p: Option<u32>,
-    pub tau: Option<f64>,
-    pub delta_port: Option<f64>,
-    pub delta_flow: Option<f64>,
-    pub cache_slots: Option<usize>,
-    pub seed: Option<u64>,
-}
-
-/// RRMQS parameters.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(missing_docs)]
-pub struct RrmqsParams {
-    pub variants: Option<Vec<String>>,
-    pub flows_per_queue: Option<usize>,
-    pub packets_per_queue: Option<usize>,
-    pub main_limit: Option<usize>,
-    pub rrmqs_probability: Option<f64>,
-    pub window: Option<String>,
-    pub feedback: Option<bool>,
-    pub upper: Option<f64>,
-    pub lower: Option<f64>,
-    pub flow_idle_timeout: Option<String>,
-    pub bloom_bits: Option<usize>,
-    pub bloom_hashes: Option<u32>,
-    pub seed: Option<u64>,
 }
 
 /// A variant rule.
@@ -620,152 +576,14 @@ impl EgressConfig {
             delay.capacity = c;
         }
         delay.validate().map_err(|e| e.to_string())?;
-        let discipline = match &self.discipline {
-            None => DisciplineConfig::DropTail(DropTailConfig::default()),
-            Some(p) => p.build(rate)?,
-        };
-        discipline.validate().map_err(|e| e.to_string())?;
+        let discipline = self
+            .discipline
+            .resolve(&Context::port(rate))
+            .map_err(|e| e.to_string())?;
         Ok(EgressPlan {
             discipline,
             shaper,
             delay,
-        })
-    }
-}
-
-macro_rules! set {
-    ($dst:expr, $src:expr) => {
-        if let Some(v) = $src.clone() {
-            $dst = v;
-        }
-    };
-}
-
-fn set_dur(dst: &mut Duration, src: &Option<String>, field: &str) -> Result<(), String> {
-    if let Some(s) = src {
-        *dst = parse_duration(s).map_err(|e| format!("`{field}`: {e}"))?;
-    }
-    Ok(())
-}
-
-impl RedParams {
-    fn apply(&self, c: &mut RedConfig, rate: f64) -> Result<(), String> {
-        c.link_rate_bps = rate;
-        set!(c.limit, self.limit);
-        set!(c.min_th, self.min_th);
-        set!(c.max_th, self.max_th);
-        set!(c.max_p, self.max_p);
-        set!(c.weight, self.weight);
-        set!(c.gentle, self.gentle);
-        set!(c.adaptive, self.adaptive);
-        set!(c.byte_mode, self.byte_mode);
-        set!(c.mean_pkt_bytes, self.mean_pkt_bytes);
-        set!(c.ecn, self.ecn);
-        set!(c.harddrop, self.harddrop);
-        set!(c.seed, self.seed);
-        set_dur(
-            &mut c.adapt_interval,
-            &self.adapt_interval,
-            "adapt_interval",
-        )
-    }
-}
-
-impl DisciplineParams {
-    /// The library configuration; rates default to the shaper's `rate`.
-    pub fn build(&self, rate: f64) -> Result<DisciplineConfig, String> {
-        Ok(match self {
-            DisciplineParams::DropTail(p) => {
-                let mut c = DropTailConfig::default();
-                let set_count = [
-                    p.limit_packets.is_some(),
-                    p.limit_bytes.is_some(),
-                    p.limit_bdp.is_some(),
-                ]
-                .iter()
-                .filter(|b| **b)
-                .count();
-                if set_count > 1 {
-                    return Err(
-                        "droptail: set only one of `limit_packets`, `limit_bytes`, `limit_bdp`"
-                            .into(),
-                    );
-                }
-                if let Some(n) = p.limit_packets {
-                    c.limit = Limit::Packets(n);
-                }
-                if let Some(b) = p.limit_bytes {
-                    c.limit = Limit::Bytes(b);
-                }
-                if let Some(f) = p.limit_bdp {
-                    let rtt = p
-                        .rtt
-                        .as_deref()
-                        .ok_or("droptail: `limit_bdp` needs `rtt`")?;
-                    c.limit = Limit::Bdp {
-                        fraction: f,
-                        rate_bps: rate,
-                        rtt: parse_duration(rtt).map_err(|e| format!("`rtt`: {e}"))?,
-                    };
-                }
-                DisciplineConfig::DropTail(c)
-            }
-            DisciplineParams::Red(p) => {
-                let mut c = RedConfig::default();
-                p.apply(&mut c, rate)?;
-                DisciplineConfig::Red(c)
-            }
-            DisciplineParams::Choke(p) => {
-                let mut c = ChokeConfig::default();
-                p.apply(&mut c.red, rate)?;
-                DisciplineConfig::Choke(c)
-            }
-            DisciplineParams::Cebinae(p) => {
-                let mut c = CebinaeConfig {
-                    line_rate_bps: rate,
-                    ..CebinaeConfig::default()
-                };
-                set!(c.max_size, p.max_size);
-                set_dur(&mut c.dt, &p.dt, "dt")?;
-                set_dur(&mut c.vdt, &p.vdt, "vdt")?;
-                set_dur(&mut c.l, &p.l, "l")?;
-                set!(c.p, p.p);
-                set!(c.tau, p.tau);
-                set!(c.delta_port, p.delta_port);
-                set!(c.delta_flow, p.delta_flow);
-                set!(c.cache_slots, p.cache_slots);
-                set!(c.seed, p.seed);
-                DisciplineConfig::Cebinae(c)
-            }
-            DisciplineParams::Rrmqs(p) => {
-                let mut c = RrmqsConfig::default();
-                if let Some(vs) = &p.variants {
-                    c.variants = vs
-                        .iter()
-                        .map(|v| variant_id(&VariantName::Name(v.clone())))
-                        .collect::<Result<_, _>>()
-                        .map_err(|e| format!("`variants`: {e}"))?;
-                }
-                set!(c.flows_per_queue, p.flows_per_queue);
-                set!(c.packets_per_queue, p.packets_per_queue);
-                set!(c.main_limit, p.main_limit);
-                if p.rrmqs_probability.is_some() {
-                    c.rrmqs_probability = p.rrmqs_probability;
-                }
-                set_dur(&mut c.window, &p.window, "window")?;
-                set!(c.feedback, p.feedback);
-                set!(c.upper, p.upper);
-                set!(c.lower, p.lower);
-                set_dur(
-                    &mut c.flow_idle_timeout,
-                    &p.flow_idle_timeout,
-                    "flow_idle_timeout",
-                )?;
-                set!(c.bloom_bits, p.bloom_bits);
-                set!(c.bloom_hashes, p.bloom_hashes);
-                set!(c.seed, p.seed);
-                DisciplineConfig::Rrmqs(c)
-            }
         })
     }
 }
@@ -881,25 +699,7 @@ pub fn variant_id(v: &VariantName) -> Result<VariantId, String> {
         VariantName::Number(n) => {
             VariantId::from_dscp(*n).ok_or_else(|| format!("DSCP {n} is not below 64"))
         }
-        VariantName::Name(name) => {
-            let want = name.trim().to_ascii_lowercase();
-            let want = if want == "reno" {
-                "newreno".to_string()
-            } else {
-                want
-            };
-            if want == "unmarked" {
-                return Ok(VariantId::UNMARKED);
-            }
-            (0..64u8)
-                .filter_map(VariantId::from_dscp)
-                .find(|id| id.to_string().to_ascii_lowercase() == want)
-                .ok_or_else(|| {
-                    let known: Vec<String> =
-                        (1..16u8).filter_map(VariantId::from_dscp).map(|v| v.to_string()).collect();
-                    format!("unknown variant {name:?}; known: unmarked, {} (and taxed(NAME)), or a DSCP number", known.join(", "))
-                })
-        }
+        VariantName::Name(name) => parse_variant(name),
     }
 }
 

@@ -22,13 +22,13 @@ use tollgate_router::port::{Port, Sink};
 use tollgate_router::{DropReason, Qdisc};
 
 use crate::config::{CaptureWhat, Mode, RouterConfig};
-use crate::disc::AnyQdisc;
 use crate::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
 use crate::l3::{Action, L3};
 use crate::mbuf::{Burst, Mbuf, Pkt};
 use crate::pcap::PcapWriter;
 use crate::stats::{DevSnap, LaneSnap, Snapshot};
 use crate::synth::Synth;
+use tollgate_router::AnyQdisc;
 
 /// Largest RX burst.
 pub const MAX_BURST: usize = 256;

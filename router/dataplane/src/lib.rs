@@ -10,7 +10,6 @@
 //! | [`eal`] | EAL init with operator hints, mbuf pool, ports, TSC clock |
 //! | [`mbuf`] | owned mbufs, the `Pkt` packet handle, RX/TX bursts |
 //! | [`config`] | `router.toml` (serde, unknown fields rejected) |
-//! | [`disc`] | the configured discipline as an enum (static dispatch, stats access) |
 //! | [`dataplane`] | the RX -> classify -> delay -> qdisc -> shaper -> TX loop |
 //! | [`l3`] | static routes, neighbours, ARP / NDP answers |
 //! | [`stats`] | snapshots, text table, Prometheus text, accounting |
@@ -23,15 +22,13 @@
 //! lives here; the algorithms it runs come from the `tollgate-router` library,
 //! which has none of those.
 //!
-//! Without the cargo feature `dpdk` this crate is empty, so the workspace
-//! builds on machines without libdpdk-dev.
+//! Without the cargo feature `dpdk` only [`config`] (the `router.toml`
+//! schema, pure Rust) is compiled, so the workspace builds on machines
+//! without libdpdk-dev and other crates can check router configurations.
 
-#[cfg(feature = "dpdk")]
 pub mod config;
 #[cfg(feature = "dpdk")]
 pub mod dataplane;
-#[cfg(feature = "dpdk")]
-pub mod disc;
 #[cfg(feature = "dpdk")]
 pub mod eal;
 #[cfg(feature = "dpdk")]

@@ -25,14 +25,14 @@ synthetic = {{ flows = 32, frame_len = 64 }}
 [ports.egress]
 rate = "100Mbit"
 delay = "2ms"
-discipline = {discipline}
+{discipline}
 [[ports]]
 device = "net_null1"
 peer = "net_null0"
 synthetic = {{ flows = 8, frame_len = 128 }}
 [ports.egress]
 rate = "100Mbit"
-discipline = {discipline}
+{discipline}
 "#
     )
 }
@@ -45,13 +45,13 @@ fn each_discipline_forwards_with_exact_accounting() {
     let cases = [
         (
             "droptail",
-            r#"{ kind = "droptail", limit_packets = 500 }"#,
+            "discipline = \"droptail\"\nlimit = 500",
             "drop_overlimit",
         ),
-        ("red", r#"{ kind = "red" }"#, "drop_early"),
-        ("choke", r#"{ kind = "choke" }"#, "drop_choke_match"),
-        ("cebinae", r#"{ kind = "cebinae", tau = 0.05 }"#, ""),
-        ("rrmqs", r#"{ kind = "rrmqs" }"#, ""),
+        ("red", r#"discipline = "red""#, "drop_early"),
+        ("choke", r#"discipline = "choke""#, "drop_choke_match"),
+        ("cebinae", "discipline = \"cebinae\"\ntau = 0.05", ""),
+        ("rrmqs", r#"discipline = "rrmqs""#, ""),
     ];
     for (name, disc, reason) in cases {
         let dir = scratch(&format!("acct-{name}"));
@@ -137,7 +137,7 @@ peer = "net_ring0"
 synthetic = { flows = 4, frame_len = 100, variants = ["cubic", "newreno"] }
 [ports.egress]
 rate = "200Mbit"
-discipline = { kind = "red" }
+discipline = "red"
 [[ports]]
 device = "net_ring0"
 peer = "net_null0"
@@ -273,7 +273,7 @@ fn prometheus_endpoint_serves_counters() {
     }
     let dir = scratch("prom");
     let port = 20000 + (std::process::id() % 20000) as u16;
-    let cfg = two_null_ports(r#"{ kind = "cebinae" }"#, "").replace(
+    let cfg = two_null_ports(r#"discipline = "cebinae""#, "").replace(
         "stats_interval = \"0s\"",
         &format!("stats_interval = \"0s\"\nprometheus = \"127.0.0.1:{port}\""),
     );
@@ -328,7 +328,7 @@ fn errors_say_what_to_fix() {
     }
     let dir = scratch("errors");
     // Unknown field: rejected by name, exit 2, before EAL.
-    let bad = two_null_ports(r#"{ kind = "red", min_thresh = 3 }"#, "");
+    let bad = two_null_ports("discipline = \"red\"\nmin_thresh = 3", "");
     let run = run_router(&dir, &bad, "1s", &[]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(
@@ -338,7 +338,7 @@ fn errors_say_what_to_fix() {
     );
     let run = run_router(
         &dir,
-        &two_null_ports(r#"{ kind = "red", max_p = 7.0 }"#, ""),
+        &two_null_ports("discipline = \"red\"\nmax_p = 7.0", ""),
         "1s",
         &[],
     );
@@ -353,7 +353,7 @@ fn errors_say_what_to_fix() {
     eal.retain(|a| a != "--vdev");
     let run = run_router(
         &dir,
-        &two_null_ports(r#"{ kind = "droptail" }"#, ""),
+        &two_null_ports(r#"discipline = "droptail""#, ""),
         "1s",
         &eal,
     );
@@ -383,7 +383,7 @@ fn errors_say_what_to_fix() {
         .collect();
         let run = run_router(
             &dir,
-            &two_null_ports(r#"{ kind = "droptail" }"#, ""),
+            &two_null_ports(r#"discipline = "droptail""#, ""),
             "1s",
             &eal,
         );

@@ -40,7 +40,7 @@ peer = "net_af_packet0"
 [ports.egress]
 rate = "100Mbit"
 delay = "10ms"
-discipline = {discipline}
+{discipline}
 "#
     );
     let path = dir.join(format!("router-{}.toml", discipline.len()));
@@ -159,14 +159,14 @@ fn tcp_vs_udp_flood_shares_change_with_the_discipline() {
     };
     let mut results = Vec::new();
     for (name, disc) in [
-        ("droptail", r#"{ kind = "droptail", limit_packets = 250 }"#),
+        ("droptail", "discipline = \"droptail\"\nlimit = 250"),
         (
             "choke",
-            r#"{ kind = "choke", limit = 250, min_th = 20, max_th = 60 }"#,
+            "discipline = \"choke\"\nlimit = 250\nmin_th = 20\nmax_th = 60",
         ),
         (
             "cebinae",
-            r#"{ kind = "cebinae", max_size = 250, tau = 0.05 }"#,
+            "discipline = \"cebinae\"\nmax_size = 250\ntau = 0.05",
         ),
     ] {
         let (reno, cubic, udp, out) = match measure(&topo, &dir, disc) {

@@ -17,20 +17,13 @@
 use std::net::SocketAddr;
 
 use tollgate_cca::Time;
-use tollgate_router::cebinae::Cebinae;
-use tollgate_router::choke::Choke;
 use tollgate_router::classify::{Classifier, Rule};
 use tollgate_router::delay::DelayConfig;
-use tollgate_router::droptail::DropTail;
 use tollgate_router::flow::FlowHasher;
 use tollgate_router::packet::{Ecn, FlowKey, IpVersion, PacketInfo};
 use tollgate_router::port::{Port, Sink};
-use tollgate_router::red::Red;
-use tollgate_router::rrmqs::Rrmqs;
 use tollgate_router::shaper::ShaperConfig;
-use tollgate_router::{
-    ConfigError, Counters, DisciplineConfig, DropReason, PacketMeta, Qdisc, Verdict, WithMeta,
-};
+use tollgate_router::{ConfigError, DisciplineConfig, DropReason, PacketMeta, WithMeta};
 
 /// Ethernet (14) + IPv4 (20) + UDP (8) header bytes added to each datagram on the wire.
 pub const WIRE_OVERHEAD: u32 = 42;
@@ -81,73 +74,8 @@ impl WithMeta for SimPacket {
     }
 }
 
-/// Any of the library's disciplines, statically dispatched, with access to
-/// the concrete type for discipline-specific state (Cebinae's top flows,
-/// the RRMQS meter).
-#[derive(Debug)]
-pub enum AnyQdisc {
-    /// DropTail.
-    DropTail(DropTail<SimPacket>),
-    /// RED.
-    Red(Red<SimPacket>),
-    /// CHOKe.
-    Choke(Choke<SimPacket>),
-    /// Cebinae.
-    Cebinae(Box<Cebinae<SimPacket>>),
-    /// RRMQS.
-    Rrmqs(Box<Rrmqs<SimPacket>>),
-}
-
-macro_rules! each {
-    ($self:expr, $q:ident => $e:expr) => {
-        match $self {
-            AnyQdisc::DropTail($q) => $e,
-            AnyQdisc::Red($q) => $e,
-            AnyQdisc::Choke($q) => $e,
-            AnyQdisc::Cebinae($q) => $e,
-            AnyQdisc::Rrmqs($q) => $e,
-        }
-    };
-}
-
-impl AnyQdisc {
-    /// Build from a configuration.
-    pub fn new(config: &DisciplineConfig) -> Result<Self, ConfigError> {
-        Ok(match config {
-            DisciplineConfig::DropTail(c) => AnyQdisc::DropTail(DropTail::new(c)?),
-            DisciplineConfig::Red(c) => AnyQdisc::Red(Red::new(c)?),
-            DisciplineConfig::Choke(c) => AnyQdisc::Choke(Choke::new(c)?),
-            DisciplineConfig::Cebinae(c) => AnyQdisc::Cebinae(Box::new(Cebinae::new(c)?)),
-            DisciplineConfig::Rrmqs(c) => AnyQdisc::Rrmqs(Box::new(Rrmqs::new(c)?)),
-        })
-    }
-}
-
-impl Qdisc<SimPacket> for AnyQdisc {
-    #[inline]
-    fn enqueue(&mut self, packet: SimPacket, now: Time) -> Verdict<SimPacket> {
-        each!(self, q => q.enqueue(packet, now))
-    }
-    #[inline]
-    fn dequeue(&mut self, now: Time) -> Option<SimPacket> {
-        each!(self, q => q.dequeue(now))
-    }
-    fn len(&self) -> usize {
-        each!(self, q => q.len())
-    }
-    fn bytes(&self) -> u64 {
-        each!(self, q => q.bytes())
-    }
-    fn counters(&self) -> &Counters {
-        each!(self, q => q.counters())
-    }
-    fn poll(&mut self, now: Time) {
-        each!(self, q => q.poll(now))
-    }
-    fn name(&self) -> &'static str {
-        each!(self, q => q.name())
-    }
-}
+/// The library's discipline enum over emulator packets.
+pub type AnyQdisc = tollgate_router::AnyQdisc<SimPacket>;
 
 /// What a port handed out during one `poll`: transmitted and dropped packets.
 #[derive(Debug, Default)]

@@ -1,17 +1,17 @@
-//! The configured discipline as an enum: static dispatch on the fast path,
-//! and access to each discipline's own statistics (RRMQS meter windows,
-//! Cebinae's top-flow report) for the stats printer.
-//!
-//! (The library's `DisciplineConfig::build` returns a `Box<dyn Qdisc>`, which
-//! hides those accessors; this enum is the dataplane's workaround.)
+//! Every discipline in one enum: built from a [`DisciplineConfig`] at run
+//! time, dispatched statically on the per-packet path, and still open to
+//! each discipline's own state (Cebinae's top flows, the RRMQS meter) for
+//! statistics. The emulator and the DPDK dataplane both use it.
 
 use tollgate_cca::Time;
-use tollgate_router::cebinae::Cebinae;
-use tollgate_router::choke::Choke;
-use tollgate_router::droptail::DropTail;
-use tollgate_router::red::Red;
-use tollgate_router::rrmqs::Rrmqs;
-use tollgate_router::{ConfigError, Counters, DisciplineConfig, PacketHandle, Qdisc, Verdict};
+
+use crate::cebinae::Cebinae;
+use crate::choke::Choke;
+use crate::discipline_config::DisciplineConfig;
+use crate::droptail::DropTail;
+use crate::qdisc::{ConfigError, Counters, PacketHandle, Qdisc, Verdict};
+use crate::red::Red;
+use crate::rrmqs::Rrmqs;
 
 /// Any library discipline.
 #[derive(Debug)]
@@ -41,6 +41,7 @@ impl<P: PacketHandle> AnyQdisc<P> {
     }
 }
 
+/// `$e` with `$q` bound to the concrete discipline, whichever it is.
 macro_rules! each {
     ($self:expr, $q:ident => $e:expr) => {
         match $self {
