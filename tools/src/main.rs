@@ -27,7 +27,7 @@ enum Command {
     /// Congestion-control algorithms: list them, trace their windows.
     #[command(subcommand)]
     Cca(cca_cmd::CcaCommand),
-    /// Run a scenario in virtual time: summary table, results/<name>/ (JSON, CSV, plots).
+    /// Run a scenario in virtual time: summary table, `results/<name>/` (JSON, CSV, plots).
     Sim(sim_cmd::SimArgs),
     /// Re-render a results.json (table and plots) without re-running.
     Report(sim_cmd::ReportArgs),
@@ -36,12 +36,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Cca(command) => cca_cmd::run(command),
+        Command::Cca(command) => cca_cmd::run(command).map(|()| ExitCode::SUCCESS),
         Command::Sim(args) => sim_cmd::sim(args),
-        Command::Report(args) => sim_cmd::report(args),
+        Command::Report(args) => sim_cmd::report(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         // A closed pipe (`tollgate cca list | head`) is not an error.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

@@ -1,12 +1,27 @@
 //! `tollgate sim SCENARIO.toml` and `tollgate report RESULTS.json`.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use clap::Args;
 use tollgate_tools::{plot, results, run, scenario};
 
-/// Run a scenario in virtual time.
+/// Exit code of a run stopped by a signal (128 + SIGINT, as a shell reports it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Set by the first SIGINT / SIGTERM; the engine polls it.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// Signals received so far.
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+
+/// Run a scenario in virtual time (Ctrl-C: see [`sim`]).
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Ctrl-C (or SIGTERM) stops the run at the virtual time reached and \
+writes its results marked partial (\"partial\": true, \"reached_s\" in results.json); \
+later sweep points are not run; exit code 130. A second Ctrl-C aborts at once."
+)]
 pub struct SimArgs {
     /// The scenario file (see tools/README.md for the format).
     pub scenario: PathBuf,
@@ -40,8 +55,33 @@ pub struct ReportArgs {
     pub quiet: bool,
 }
 
+/// Install the SIGINT / SIGTERM handler: the first signal sets [`STOP`], the
+/// second exits at once with [`EXIT_INTERRUPTED`].
+fn install_stop_handler() -> anyhow::Result<()> {
+    ctrlc::set_handler(|| {
+        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+            STOP.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\ninterrupted: stopping at the current virtual time and writing partial results \
+                 (Ctrl-C again to abort at once)"
+            );
+        } else {
+            eprintln!("\naborted");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))
+}
+
 /// `tollgate sim`.
-pub fn sim(args: SimArgs) -> anyhow::Result<()> {
+///
+/// Ctrl-C (SIGINT) or SIGTERM stops the simulation at the virtual time it has
+/// reached and writes results.json, flows.csv and the plots as usual, marked
+/// `"partial": true` with `"reached_s"`; for a sweep, finished points are kept,
+/// the interrupted point is written partial and the remaining points are not
+/// run. The exit code is then 130. A second Ctrl-C aborts at once (exit 130),
+/// writing nothing more.
+pub fn sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     let mut plan = scenario::load(&args.scenario)?;
     if let Some(seed) = args.seed {
         for r in &mut plan.runs {
@@ -58,17 +98,23 @@ pub fn sim(args: SimArgs) -> anyhow::Result<()> {
                 plan.runs[0].flow_count()
             );
         }
-        return Ok(());
+        return Ok(ExitCode::SUCCESS);
     }
-    run::run_plan(
+    install_stop_handler()?;
+    let outcome = run::run_plan(
         &plan,
         &run::Options {
             out: args.out,
             quiet: args.quiet,
             plots: !args.no_plots,
         },
+        &STOP,
     )?;
-    Ok(())
+    Ok(if outcome.stopped {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `tollgate report`.
