@@ -1,11 +1,13 @@
-//! `tollgate sim SCENARIO.toml` and `tollgate report RESULTS.json`.
+//! The command-line glue of `tollgate sim SCENARIO.toml` and `tollgate report
+//! RESULTS.json`: options, the Ctrl-C / SIGTERM handler, exit codes. The
+//! work itself is in [`tollgate_tools::experiment`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use clap::Args;
-use tollgate_tools::{plot, results, run, scenario};
+use tollgate_tools::{experiment, plot, results, scenario};
 
 /// Exit code of a run stopped by a signal (128 + SIGINT, as a shell reports it).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -101,9 +103,9 @@ pub fn sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     install_stop_handler()?;
-    let outcome = run::run_plan(
+    let outcome = experiment::run_plan(
         &plan,
-        &run::Options {
+        &experiment::Options {
             out: args.out,
             quiet: args.quiet,
             plots: !args.no_plots,
