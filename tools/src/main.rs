@@ -2,17 +2,18 @@
 //!
 //! Today: `tollgate cca list` (every congestion-control algorithm with its
 //! parameters and defaults) and `tollgate cca trace` (congestion windows over
-//! a scripted scenario, printed and written as CSV). The emulator (`sim`),
-//! load generator (`load`/`serve`), testbed runner and reports join here as
-//! their issues land. `tollgate sim` runs a scenario in virtual time and
-//! `tollgate report` re-renders its results.
+//! a scripted scenario, printed and written as CSV), in `cli_cca.rs`;
+//! `tollgate sim` (run a scenario in virtual time) and `tollgate report`
+//! (re-render its results), in `cli_sim.rs`, over the library's
+//! `experiment` module. The load generator (`load`/`serve`) and the testbed
+//! runner join here as their issues land.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod cca_cmd;
-mod sim_cmd;
+mod cli_cca;
+mod cli_sim;
 
 /// Tollgate: run, measure and fix congestion-control unfairness.
 #[derive(Debug, Parser)]
@@ -26,22 +27,22 @@ struct Cli {
 enum Command {
     /// Congestion-control algorithms: list them, trace their windows.
     #[command(subcommand)]
-    Cca(cca_cmd::CcaCommand),
-    /// Run a scenario in virtual time: summary table, results/NAME/ (JSON, CSV, plots).
-    Sim(sim_cmd::SimArgs),
+    Cca(cli_cca::CcaCommand),
+    /// Run a scenario in virtual time: summary table, `results/<name>/` (JSON, CSV, plots).
+    Sim(cli_sim::SimArgs),
     /// Re-render a results.json (table and plots) without re-running.
-    Report(sim_cmd::ReportArgs),
+    Report(cli_sim::ReportArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Cca(command) => cca_cmd::run(command),
-        Command::Sim(args) => sim_cmd::sim(args),
-        Command::Report(args) => sim_cmd::report(args),
+        Command::Cca(command) => cli_cca::run(command).map(|()| ExitCode::SUCCESS),
+        Command::Sim(args) => cli_sim::sim(args),
+        Command::Report(args) => cli_sim::report(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         // A closed pipe (`tollgate cca list | head`) is not an error.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

@@ -136,10 +136,13 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
     }
     let t = &r.series.t_s;
     let tmax = t.last().copied().unwrap_or(1.0).max(1e-3);
-    let title = match &r.sweep_point {
+    let mut title = match &r.sweep_point {
         Some(p) => format!("{} [{p}]", r.scenario),
         None => r.scenario.clone(),
     };
+    if r.partial {
+        title.push_str(&format!(" (partial, to {:.1} s)", r.reached_s));
+    }
     // Throughput per flow.
     let lines: Vec<(String, Vec<(f64, f64)>)> = r
         .flows

@@ -30,6 +30,14 @@ pub struct Results {
     pub sweep_point: Option<String>,
     /// Seed.
     pub seed: u64,
+    /// The run was stopped (Ctrl-C, SIGTERM) before the scenario's duration;
+    /// every metric covers the time up to `reached_s` only.
+    #[serde(default)]
+    pub partial: bool,
+    /// Virtual time the run reached, s (the duration unless `partial`; 0 in
+    /// files written before this field existed).
+    #[serde(default)]
+    pub reached_s: f64,
     /// The fully resolved scenario.
     pub config: serde_json::Value,
     /// Headline numbers.
@@ -59,6 +67,11 @@ pub struct Summary {
     pub duration_s: f64,
     /// Measurement window start (all long-lived flows active), s.
     pub measure_from_s: f64,
+    /// The run stopped at or before `measure_from_s`: there is no measurement
+    /// window, so goodput, fairness and utilization are not measured (zero or
+    /// absent).
+    #[serde(default)]
+    pub window_empty: bool,
     /// Flows in the fairness metrics (long-lived; all flows if none is).
     pub fairness_flows: usize,
     /// Jain's index over the measured flows' goodput.
@@ -271,27 +284,38 @@ fn sample_at(t: &[f64], at: f64) -> usize {
 }
 
 /// Build the results of a run.
+///
+/// A partial run (see [`RunData::partial`]) is measured up to the time it
+/// reached: the measurement window is `[measure_from, reached]`, and when the
+/// run stopped at or before `measure_from` there is no window
+/// ([`Summary::window_empty`]): goodput and utilization are zero and the
+/// fairness metrics absent.
 pub fn build(s: &Scenario, d: &RunData) -> Results {
     let t = &d.t;
     let n = t.len();
-    let end = t.last().copied().unwrap_or(s.duration_s);
-    let k0 = sample_at(t, s.metrics.measure_from_s);
-    let t0 = if s.metrics.measure_from_s <= 0.0 {
-        0.0
+    let end = t.last().copied().unwrap_or(0.0);
+    let window_empty = end <= s.metrics.measure_from_s + 1e-9;
+    // The window starts at the first sample at or after measure_from; with no
+    // window it is empty at the end.
+    let (t0, k_start) = if window_empty {
+        (s.metrics.measure_from_s, n.checked_sub(1))
+    } else if s.metrics.measure_from_s <= 0.0 {
+        (0.0, None)
     } else {
-        t[k0]
+        let k0 = sample_at(t, s.metrics.measure_from_s);
+        (t[k0], Some(k0))
     };
-    let window = (end - t0).max(1e-9);
+    // Bits over this many seconds are a rate (0 bits with no window).
+    let window = if window_empty {
+        f64::INFINITY
+    } else {
+        (end - t0).max(1e-9)
+    };
     let rx_at = |f: &crate::sim::engine::FlowRecord, k: Option<usize>| -> u64 {
         match k {
             None => 0,
             Some(k) => f.rx.get(k).copied().unwrap_or(0),
         }
-    };
-    let k_start = if s.metrics.measure_from_s <= 0.0 {
-        None
-    } else {
-        Some(k0)
     };
 
     // Per flow.
@@ -573,15 +597,22 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         scenario: s.name.clone(),
         sweep_point: s.sweep_point.clone(),
         seed: s.seed,
+        partial: d.partial,
+        reached_s: d.reached_s,
         config: serde_json::to_value(s).unwrap_or(serde_json::Value::Null),
         summary: Summary {
             discipline: s.router.discipline.clone(),
             bottleneck_mbps: s.bottleneck_rate_bps / 1e6,
             duration_s: s.duration_s,
             measure_from_s: t0,
+            window_empty,
             fairness_flows: fair_idx.len(),
-            jain: jain(&fair_x),
-            fairness_ratio: fairness_ratio(&fair_x),
+            jain: if window_empty { None } else { jain(&fair_x) },
+            fairness_ratio: if window_empty {
+                None
+            } else {
+                fairness_ratio(&fair_x)
+            },
             target_fairness_ratio: s.metrics.target_fairness_ratio,
             time_to_target_s: time_to_target,
             total_goodput_mbps: total,
@@ -650,20 +681,48 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 }
 
 /// The summary table printed by `tollgate sim` and `tollgate report`.
+///
+/// A partial run says so in its first line (`PARTIAL: stopped at 12.3 s of
+/// 60 s simulated`); one stopped before its measurement window prints `-`
+/// for the numbers it could not measure and says why on the last line.
 pub fn table(r: &Results) -> String {
     let mut o = String::new();
     let s = &r.summary;
+    // Goodput and utilization are not measured without a window.
+    let measured = |text: String| {
+        if s.window_empty {
+            "-".to_string()
+        } else {
+            text
+        }
+    };
+    let simulated = if r.partial {
+        format!(
+            "PARTIAL: stopped at {:.1} s of {} s simulated",
+            r.reached_s, s.duration_s
+        )
+    } else {
+        format!("{} s simulated", s.duration_s)
+    };
+    let window = if s.window_empty {
+        "no measurement window".to_string()
+    } else if r.partial {
+        format!(
+            "measured from {:.1} s to {:.1} s",
+            s.measure_from_s, r.reached_s
+        )
+    } else {
+        format!("measured from {:.1} s", s.measure_from_s)
+    };
     let _ = writeln!(
         o,
-        "scenario {}{}: {} at {} Mbit/s, {} s simulated, measured from {:.1} s",
+        "scenario {}{}: {} at {} Mbit/s, {simulated}, {window}",
         r.scenario,
         r.sweep_point
             .as_ref()
             .map_or(String::new(), |p| format!(" [{p}]")),
         s.discipline,
         s.bottleneck_mbps,
-        s.duration_s,
-        s.measure_from_s
     );
     let _ = writeln!(
         o,
@@ -679,8 +738,15 @@ pub fn table(r: &Results) -> String {
         }
         let _ = writeln!(
             o,
-            "{:>4}  {:<10} {:<28} {:>7.1} {:>7.2} {:>10.2} {:>7} {:>7}",
-            f.id, f.group, cca, f.rtt_ms, f.start_s, f.goodput_mbps, drops, f.lost_packets
+            "{:>4}  {:<10} {:<28} {:>7.1} {:>7.2} {:>10} {:>7} {:>7}",
+            f.id,
+            f.group,
+            cca,
+            f.rtt_ms,
+            f.start_s,
+            measured(format!("{:.2}", f.goodput_mbps)),
+            drops,
+            f.lost_packets
         );
     }
     let _ = writeln!(
@@ -691,12 +757,12 @@ pub fn table(r: &Results) -> String {
     for v in &r.variants {
         let _ = writeln!(
             o,
-            "{:<16} {:>5} {:>12.2} {:>10.2} {:>6.1}% {:>7}",
+            "{:<16} {:>5} {:>12} {:>10} {:>7} {:>7}",
             v.name,
             v.flows,
-            v.goodput_mbps,
-            v.mean_mbps,
-            v.share * 100.0,
+            measured(format!("{:.2}", v.goodput_mbps)),
+            measured(format!("{:.2}", v.mean_mbps)),
+            measured(format!("{:.1}%", v.share * 100.0)),
             opt(v.jain, 3)
         );
     }
@@ -705,9 +771,9 @@ pub fn table(r: &Results) -> String {
         let d = p.queue_delay_ms.as_ref();
         let _ = writeln!(
             o,
-            "port {}: util {:.1}%, drops [{}], queue delay p50 {} p99 {} ms, accounting {}",
+            "port {}: util {}, drops [{}], queue delay p50 {} p99 {} ms, accounting {}",
             p.name,
-            p.utilization * 100.0,
+            measured(format!("{:.1}%", p.utilization * 100.0)),
             drops.join(", "),
             opt(d.map(|d| d.p50), 2),
             opt(d.map(|d| d.p99), 2),
@@ -726,6 +792,15 @@ pub fn table(r: &Results) -> String {
             opt(rr.mean_jain_real, 3),
             opt(rr.accuracy.map(|a| a * 100.0), 1)
         );
+    }
+    if s.window_empty {
+        let _ = writeln!(
+            o,
+            "overall: not measured: the run stopped at {:.1} s, before the measurement window \
+             (measure_from {:.1} s); goodput, fairness and utilization need a window",
+            r.reached_s, s.measure_from_s
+        );
+        return o;
     }
     let _ = writeln!(
         o,

@@ -7,14 +7,16 @@
 //! takes about 30 s, so it runs with the rest of the suite.
 
 use std::process::Command;
+use std::sync::atomic::AtomicBool;
 
+use tollgate_tools::experiment;
 use tollgate_tools::results::{self, Results};
-use tollgate_tools::run;
 use tollgate_tools::scenario::parse_plan;
 
 fn simulate(text: &str) -> Results {
     let plan = parse_plan(text).expect("scenario is valid");
-    let (r, _) = run::simulate(&plan.runs[0], true).expect("simulation runs");
+    let (r, _) = experiment::simulate(&plan.runs[0], true, &AtomicBool::new(false))
+        .expect("simulation runs");
     r
 }
 

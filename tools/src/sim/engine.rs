@@ -6,9 +6,16 @@
 //! A host's timer is re-armed after every interaction from
 //! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout);
 //! superseded timer events are recognised by their time and skipped.
+//!
+//! A run can be stopped early: the caller's stop flag is checked after every
+//! sample and every [`STOP_CHECK_EVENTS`] events. A stop is an explicit
+//! request, not a clock read, so the events processed before it are exactly
+//! those of a complete run; the run then ends at the current virtual time
+//! with a final sample there ([`RunData::partial`], [`RunData::reached_s`]).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -106,7 +113,14 @@ pub struct RunData {
     pub packets_sent: u64,
     /// Events processed.
     pub events: u64,
+    /// The run was stopped before the scenario's duration.
+    pub partial: bool,
+    /// Virtual time reached, seconds (the duration unless `partial`).
+    pub reached_s: f64,
 }
+
+/// The stop flag is read after every this many events (and after every sample).
+pub const STOP_CHECK_EVENTS: u64 = 1024;
 
 /// Packets are boxed so heap entries stay small (sifting moved whole packets).
 enum Ev {
@@ -162,8 +176,17 @@ struct Sim<'a> {
     samples: Vec<f64>,
 }
 
-/// Run a scenario; `progress` is called with the fraction of virtual time done.
-pub fn run(s: &Scenario, progress: &mut dyn FnMut(f64)) -> anyhow::Result<RunData> {
+/// Run a scenario; `progress` is called with the fraction of virtual time
+/// done after every sample.
+///
+/// When `stop` becomes true (a Ctrl-C handler, or a test) the run ends at the
+/// current virtual time: a last sample is taken there, and the data is
+/// returned with `partial` set and `reached_s` the time reached.
+pub fn run(
+    s: &Scenario,
+    progress: &mut dyn FnMut(f64),
+    stop: &AtomicBool,
+) -> anyhow::Result<RunData> {
     let net = topology::build(s)?;
     let crypto = Crypto::new()?;
     let mut seeder = tollgate_cca::model::SplitMix64::new(s.seed ^ 0xe9d9_0000);
@@ -264,7 +287,11 @@ pub fn run(s: &Scenario, progress: &mut dyn FnMut(f64)) -> anyhow::Result<RunDat
     for k in 1..=nsamples {
         sim.push((k * dt).min(end), Ev::Sample(k as u32));
     }
-    while let Some(Reverse(e)) = sim.heap.pop() {
+    let mut partial = stop.load(Ordering::Relaxed);
+    while !partial {
+        let Some(Reverse(e)) = sim.heap.pop() else {
+            break;
+        };
         if e.t > end {
             break;
         }
@@ -278,8 +305,19 @@ pub fn run(s: &Scenario, progress: &mut dyn FnMut(f64)) -> anyhow::Result<RunDat
             Ev::Sample(k) => {
                 sim.sample();
                 progress(k as f64 / nsamples as f64);
+                partial = stop.load(Ordering::Relaxed);
+                continue;
             }
         }
+        if sim.events.is_multiple_of(STOP_CHECK_EVENTS) {
+            partial = stop.load(Ordering::Relaxed);
+        }
+    }
+    // A stop on the last sample is a complete run.
+    partial &= sim.now < end;
+    if partial && sim.samples.last().is_none_or(|&t| t < sim.now as f64 / 1e9) {
+        // Close the series at the time reached (a shorter last interval).
+        sim.sample();
     }
     sim.finish();
     Ok(RunData {
@@ -288,6 +326,12 @@ pub fn run(s: &Scenario, progress: &mut dyn FnMut(f64)) -> anyhow::Result<RunDat
         ports: sim.ports,
         packets_sent: sim.packets_sent,
         events: sim.events,
+        partial,
+        reached_s: if partial {
+            sim.now as f64 / 1e9
+        } else {
+            s.duration_s
+        },
     })
 }
 

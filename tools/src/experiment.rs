@@ -2,9 +2,15 @@
 //! and write the results, render the plots, print the summary table.
 //!
 //! Nothing is written unless the whole file (every sweep point) validates.
+//!
+//! A run can be stopped early through a stop flag (the CLI sets it on Ctrl-C
+//! or SIGTERM): the point being simulated ends at the virtual time reached
+//! and is written as usual, marked partial; later sweep points are not run
+//! ([`Outcome`]).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -33,8 +39,24 @@ pub struct Timing {
     pub packets: u64,
 }
 
+/// What [`run_plan`] did.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The results of every point that ran, in order (the last one partial
+    /// when the plan was stopped during it).
+    pub results: Vec<Results>,
+    /// The plan was stopped before it finished.
+    pub stopped: bool,
+    /// Sweep points that were not run because of the stop (`param=value`;
+    /// the scenario name for a plan without a sweep).
+    pub not_run: Vec<String>,
+}
+
 /// Simulate one resolved scenario, with a progress bar on a terminal.
-pub fn simulate(s: &Scenario, quiet: bool) -> anyhow::Result<(Results, Timing)> {
+///
+/// When `stop` becomes true the simulation ends at the virtual time reached
+/// and the results are marked partial ([`Results::partial`]).
+pub fn simulate(s: &Scenario, quiet: bool, stop: &AtomicBool) -> anyhow::Result<(Results, Timing)> {
     let started = Instant::now();
     let show = !quiet && std::io::stderr().is_terminal();
     let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
@@ -52,7 +74,7 @@ pub fn simulate(s: &Scenario, quiet: bool) -> anyhow::Result<(Results, Timing)> 
         }
         bar.set_position((f * 1000.0) as u64);
     };
-    let data = sim::run(s, &mut progress)?;
+    let data = sim::run(s, &mut progress, stop)?;
     bar.finish_and_clear();
     let wall = started.elapsed();
     let r = results::build(s, &data);
@@ -74,24 +96,57 @@ pub fn run_dir(root: &Path, s: &Scenario) -> PathBuf {
     d
 }
 
-/// Run every point of a plan; returns the results in order.
-pub fn run_plan(plan: &Plan, opts: &Options) -> anyhow::Result<Vec<Results>> {
+/// Run every point of a plan, writing each point's results as it finishes.
+///
+/// `stop` ends the plan early: the point being simulated is written partial,
+/// and the points after it are not run (listed in [`Outcome::not_run`]). A
+/// stop requested while a finished point is being written lets that point
+/// stand complete.
+pub fn run_plan(plan: &Plan, opts: &Options, stop: &AtomicBool) -> anyhow::Result<Outcome> {
     let mut all = Vec::new();
-    for s in &plan.runs {
-        let (r, timing) = simulate(s, opts.quiet)?;
+    let mut not_run = Vec::new();
+    for (i, s) in plan.runs.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            not_run = plan.runs[i..].iter().map(point_name).collect();
+            break;
+        }
+        if !opts.quiet {
+            eprintln!(
+                "running {}{} ({} s virtual; Ctrl-C stops it and keeps the results so far)",
+                s.name,
+                s.sweep_point
+                    .as_ref()
+                    .map_or(String::new(), |p| format!(" [{p}]")),
+                s.duration_s
+            );
+        }
+        let (r, timing) = simulate(s, opts.quiet, stop)?;
         let dir = run_dir(&opts.out, s);
         results::write(&dir, &r)?;
         if opts.plots {
             plot::render_run(&dir, &r)?;
         }
+        if r.partial {
+            eprintln!(
+                "{}: partial results up to {:.1} s of {} s virtual time in {}",
+                point_name(s),
+                r.reached_s,
+                s.duration_s,
+                dir.display()
+            );
+        }
         if !opts.quiet {
             print!("{}", results::table(&r));
             let secs = timing.wall.as_secs_f64();
+            let simulated = if r.partial {
+                format!("{:.1}", r.reached_s)
+            } else {
+                s.duration_s.to_string()
+            };
             println!(
-                "wall time {:.2} s for {} s simulated ({:.1}x real time), {} packets, {:.0} packets/s; results in {}",
+                "wall time {:.2} s for {simulated} s simulated ({:.1}x real time), {} packets, {:.0} packets/s; results in {}",
                 secs,
-                s.duration_s,
-                s.duration_s / secs.max(1e-9),
+                r.reached_s / secs.max(1e-9),
                 timing.packets,
                 timing.packets as f64 / secs.max(1e-9),
                 dir.display()
@@ -100,6 +155,10 @@ pub fn run_plan(plan: &Plan, opts: &Options) -> anyhow::Result<Vec<Results>> {
         }
         all.push(r);
     }
+    let stopped = all.last().is_some_and(|r| r.partial) || !not_run.is_empty();
+    if !not_run.is_empty() {
+        eprintln!("not run (stopped): {}", not_run.join(", "));
+    }
     if let Some(param) = &plan.sweep_param {
         let dir = opts.out.join(&plan.name);
         let summary: Vec<serde_json::Value> = all
@@ -107,6 +166,8 @@ pub fn run_plan(plan: &Plan, opts: &Options) -> anyhow::Result<Vec<Results>> {
             .map(|r| {
                 serde_json::json!({
                     "point": r.sweep_point,
+                    "partial": r.partial,
+                    "reached_s": r.reached_s,
                     "jain": r.summary.jain,
                     "fairness_ratio": r.summary.fairness_ratio,
                     "utilization": r.summary.utilization,
@@ -121,6 +182,7 @@ pub fn run_plan(plan: &Plan, opts: &Options) -> anyhow::Result<Vec<Results>> {
                 "scenario": plan.name,
                 "param": param,
                 "runs": summary,
+                "not_run": not_run,
             }))? + "\n",
         )?;
         if opts.plots {
@@ -136,16 +198,36 @@ pub fn run_plan(plan: &Plan, opts: &Options) -> anyhow::Result<Vec<Results>> {
                     .and_then(|p| p.split_once('='))
                     .map_or("", |(_, v)| v);
                 println!(
-                    "{:>16} {:>7} {:>8} {:>7.1}%",
+                    "{:>16} {:>7} {:>8} {:>7.1}%{}",
                     v,
                     r.summary.jain.map_or("-".into(), |x| format!("{x:.3}")),
                     r.summary
                         .fairness_ratio
                         .map_or("-".into(), |x| format!("{x:.2}")),
-                    r.summary.utilization * 100.0
+                    r.summary.utilization * 100.0,
+                    if r.partial {
+                        format!("  (partial, to {:.1} s)", r.reached_s)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            for p in &not_run {
+                println!(
+                    "{:>16} not run",
+                    p.split_once('=').map_or(p.as_str(), |(_, v)| v)
                 );
             }
         }
     }
-    Ok(all)
+    Ok(Outcome {
+        results: all,
+        stopped,
+        not_run,
+    })
+}
+
+/// A run's name in messages: its sweep point, or the scenario name.
+fn point_name(s: &Scenario) -> String {
+    s.sweep_point.clone().unwrap_or_else(|| s.name.clone())
 }

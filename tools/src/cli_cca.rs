@@ -1,4 +1,4 @@
-//! `tollgate cca list` and `tollgate cca trace`.
+//! The command-line glue of `tollgate cca list` and `tollgate cca trace`.
 
 use std::fs;
 use std::io::{self, Write};

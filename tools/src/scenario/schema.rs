@@ -1,0 +1,126 @@
+//! The scenario file as written: serde structs that mirror the TOML text.
+//!
+//! Every table has `deny_unknown_fields`, so a typo is an error. Quantities
+//! stay strings here; [`resolve`](super::resolve()) turns them into numbers.
+//! `[router]`'s [`RawRouter`] lives in [`router`](super::router).
+
+use serde::{Deserialize, Serialize};
+
+use super::router::RawRouter;
+
+/// A value given once for all flows of a group, or once per flow.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// Same for every flow.
+    One(String),
+    /// One per flow (length = `count`).
+    Many(Vec<String>),
+}
+/// The scenario file as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Name; results go to `results/<name>/`.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Simulated time.
+    pub duration: String,
+    /// RNG seed (default 1).
+    pub seed: Option<u64>,
+    /// Metrics sampling interval (default 100ms).
+    pub sample_interval: Option<String>,
+    /// Links.
+    pub topology: RawTopology,
+    /// Queue discipline at the bottleneck port(s).
+    #[serde(default)]
+    pub router: RawRouter,
+    /// Flow groups.
+    #[serde(default)]
+    pub flows: Vec<RawFlowGroup>,
+    /// Metric settings.
+    #[serde(default)]
+    pub metrics: RawMetrics,
+    /// Optional one-parameter sweep.
+    pub sweep: Option<RawSweep>,
+}
+
+/// `[topology]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    /// `dumbbell` or `parking-lot`.
+    pub kind: String,
+    /// The bottleneck link (every hop of a parking lot).
+    pub bottleneck: RawLink,
+    /// Parking lot: number of bottleneck links in series (default 3).
+    pub hops: Option<u32>,
+    /// Access-link rate (default 10 x the bottleneck rate).
+    pub access_rate: Option<String>,
+}
+
+/// A link.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLink {
+    /// Rate, e.g. `100Mbit`.
+    pub rate: String,
+    /// One-way propagation delay.
+    pub delay: String,
+    /// Buffer: `1bdp`, `0.2bdp`, `500pkt` / `500`, or bytes (`375KB`). Default `1bdp`.
+    pub buffer: Option<String>,
+}
+
+/// `[[flows]]`: a group of identical flows.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlowGroup {
+    /// Label (default `g<index>`).
+    pub name: Option<String>,
+    /// Number of flows (default 1).
+    pub count: Option<u32>,
+    /// CCA spec string.
+    pub cca: String,
+    /// Base RTT, one for all or one per flow.
+    pub rtt: OneOrMany,
+    /// Start: `2s`, or `0s..2s` (uniform random), one for all or one per flow.
+    pub start: Option<OneOrMany>,
+    /// Size: `unbounded` (default), `1MB`, or `10kB..100kB` (uniform random).
+    pub size: Option<String>,
+    /// Mean of exponential gaps between successive flow starts (a Poisson
+    /// arrival process starting at `start`).
+    pub interarrival: Option<String>,
+    /// Sender access-link rate cap, e.g. `10Mbit`.
+    pub rate_cap: Option<String>,
+    /// Mark the CCA variant in DSCP (default true).
+    pub mark_dscp: Option<bool>,
+    /// Send right to left (reverse traffic), default false.
+    pub reverse: Option<bool>,
+    /// Parking lot: first and last bottleneck hop crossed (1-based), default all.
+    pub hops: Option<[u32; 2]>,
+}
+
+/// `[metrics]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    /// Start of the measurement window (default: when the last fixed-start flow starts).
+    pub measure_from: Option<String>,
+    /// Window of the Jain's index / fairness ratio time series (default 1s).
+    pub fairness_window: Option<String>,
+    /// Target fairness ratio for "time to fairness" (default 1.5).
+    pub target_fairness_ratio: Option<f64>,
+    /// How long the ratio must stay at or below the target (default 1s).
+    pub hold: Option<String>,
+}
+
+/// `[sweep]`: run the scenario once per value of one parameter.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    /// Dotted path, e.g. `router.tau` or `topology.bottleneck.buffer`.
+    pub param: String,
+    /// Values, as they would be written in the file.
+    pub values: Vec<toml::Value>,
+}
