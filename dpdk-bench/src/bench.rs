@@ -80,6 +80,7 @@ fn seconds(s: &str) -> Result<f64, String> {
 pub fn main() -> ExitCode {
     // clap prints the error with a usage line and exits 2 (0 for --help).
     let o = Opts::parse();
+    tollgate_dataplane::logging::init(o.verbose);
     match &o.child {
         Some(case) => child(&o, case),
         None => parent(&o),
@@ -97,6 +98,7 @@ fn parent(o: &Opts) -> ExitCode {
     println!("tollgate-dpdk-bench: {} B frames, {} flows, {} s per case, 1 lcore, net_null0 <-> net_null1", o.frame_len, o.flows, o.seconds);
     let mut rows: Vec<(String, f64, f64)> = Vec::new();
     for case in CASES {
+        tracing::info!(case, "running case");
         let out = Command::new(&exe)
             .args([
                 "--child",

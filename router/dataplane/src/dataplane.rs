@@ -199,6 +199,12 @@ impl Router {
                 message: format!("port {}: {e}", p.device),
                 hint: None,
             })?;
+            tracing::info!(
+                egress = %eth.name,
+                discipline = tollgate_router::Qdisc::name(port.qdisc()),
+                rate_bps = plan.shaper.rate_bps,
+                "egress pipeline built"
+            );
             lanes.push(Lane {
                 dev_id: id,
                 queue: 0,

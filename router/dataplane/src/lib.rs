@@ -17,6 +17,7 @@
 //! | [`http`] | the Prometheus endpoint |
 //! | [`pcap`] | size-bounded capture |
 //! | [`synth`] | synthetic frames for net_null benchmarks and tests |
+//! | [`logging`] | the binaries' log output (tracing-subscriber on stderr, `RUST_LOG` / `-v`) |
 //!
 //! The `tollgate-router` binary (this crate) and `tollgate-dpdk-bench` use it
 //! as `tollgate_dataplane`. Everything that touches DPDK, threads or a clock
@@ -40,6 +41,8 @@ pub mod ffi;
 pub mod http;
 #[cfg(feature = "dpdk")]
 pub mod l3;
+#[cfg(feature = "dpdk")]
+pub mod logging;
 #[cfg(feature = "dpdk")]
 pub mod mbuf;
 #[cfg(feature = "dpdk")]

@@ -75,9 +75,11 @@ fn main() -> ExitCode {
     // clap prints the error with a usage line and exits 2 (0 for --help
     // and --version).
     let args = Args::parse();
+    tollgate_dataplane::logging::init(args.verbose);
     let cfg = match RouterConfig::load(&args.config) {
         Ok(c) => c,
         Err(e) => {
+            tracing::debug!(config = %args.config, "config rejected");
             eprintln!("config error: {e}");
             return ExitCode::from(2);
         }
@@ -161,6 +163,7 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         }
         prev = Some(snap.clone());
     });
+    tracing::info!("forwarding loop stopped; draining");
     let stopped_by = if STOP.load(Ordering::Relaxed) {
         "signal"
     } else {
