@@ -258,7 +258,7 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
         )
     };
     let text = format!(
-        "stats_interval = \"0s\"\nmbufs = 16383\n{}{}",
+        "stats_interval = \"0s\"\nhash_seed = 1\nmbufs = 16383\n{}{}",
         port("net_null0", "net_null1"),
         port("net_null1", "net_null0")
     );

@@ -151,6 +151,8 @@ pub struct Router {
     pub devs: Vec<Device>,
     /// One lane per device (index = device index): packets leaving through it.
     pub lanes: Vec<Lane>,
+    /// The flow-hash seed in use (configured, or drawn at start).
+    pub hash_seed: u64,
     mode: Mode,
     l3: L3,
     burst: usize,
@@ -170,6 +172,12 @@ impl Router {
             message: format!("rules: {e}"),
             hint: None,
         })?;
+        let hash_seed = resolve_hash_seed(cfg.hash_seed);
+        tracing::info!(
+            hash_seed,
+            configured = cfg.hash_seed.is_some(),
+            "flow hash seed"
+        );
         let mut devs = Vec::new();
         let mut lanes = Vec::new();
         for p in &cfg.ports {
@@ -190,7 +198,7 @@ impl Router {
             })?;
             let port = Port::new(
                 Classifier::new(classifier_rules.clone(), cfg.use_dscp),
-                cfg.hash_seed,
+                hash_seed,
                 &plan.delay,
                 qdisc,
                 &plan.shaper,
@@ -247,6 +255,7 @@ impl Router {
             devs,
             lanes,
             mode: cfg.mode,
+            hash_seed,
             l3,
             burst: usize::from(cfg.burst).min(MAX_BURST),
             pcap,
@@ -533,6 +542,27 @@ fn discipline_gauges(q: &AnyQdisc<Pkt>) -> Vec<(String, String, f64)> {
     g
 }
 
+/// The flow-hash seed to use: `configured` when set, else a fresh random
+/// one from the operating system (`getrandom`), so every start gets an
+/// unpredictable seed. Should the OS source fail, std's per-process random
+/// `RandomState` keys, mixed with the time, are used instead.
+pub fn resolve_hash_seed(configured: Option<u64>) -> u64 {
+    if let Some(seed) = configured {
+        return seed;
+    }
+    getrandom::u64().unwrap_or_else(|_| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default(),
+        );
+        h.finish()
+    })
+}
+
 /// Whether a frame carries IPv4 or IPv6 (after up to two VLAN tags).
 #[inline]
 pub fn is_ip(frame: &[u8]) -> bool {
@@ -565,3 +595,29 @@ pub fn install_signal_handlers() {
 
 /// The latest Prometheus text, shared with the HTTP thread.
 pub type SharedText = Arc<Mutex<String>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_seed_is_random_unless_configured() {
+        let (a, b) = (resolve_hash_seed(None), resolve_hash_seed(None));
+        // Two draws of 64 random bits collide with probability 2^-64.
+        assert_ne!(a, b, "two starts without a seed got the same seed");
+        assert_eq!(resolve_hash_seed(Some(1)), 1);
+        assert_eq!(resolve_hash_seed(Some(0xdead_beef)), 0xdead_beef);
+        let cfg = |extra: &str| {
+            crate::config::RouterConfig::parse(&format!(
+                "{extra}\n[[ports]]\ndevice = \"a\"\npeer = \"a\"\n"
+            ))
+            .unwrap()
+        };
+        assert_eq!(cfg("").hash_seed, None);
+        assert_eq!(cfg("hash_seed = 42").hash_seed, Some(42));
+        assert_ne!(
+            resolve_hash_seed(cfg("").hash_seed),
+            resolve_hash_seed(cfg("").hash_seed)
+        );
+    }
+}

@@ -17,6 +17,7 @@ fn two_null_ports(discipline: &str, extra_port0: &str) -> String {
     format!(
         r#"
 stats_interval = "0s"
+hash_seed = 1
 [[ports]]
 device = "net_null0"
 peer = "net_null1"
@@ -131,6 +132,7 @@ fn net_ring_loopback_carries_real_frames() {
     }
     let cfg = r#"
 stats_interval = "0s"
+hash_seed = 1
 [[ports]]
 device = "net_null0"
 peer = "net_ring0"
@@ -190,6 +192,7 @@ fn l3_rewrites_macs_decrements_ttl_and_captures_pcap() {
         r#"
 mode = "l3"
 stats_interval = "0s"
+hash_seed = 1
 [[ports]]
 device = "net_null0"
 ipv4 = "198.18.255.254/16"

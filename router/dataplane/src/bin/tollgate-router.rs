@@ -106,10 +106,16 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         }
     };
     println!(
-        "tollgate-router: mode={:?} tsc_hz={} ports={}",
+        "tollgate-router: mode={:?} tsc_hz={} ports={} hash_seed={} ({})",
         cfg.mode,
         router.clock.hz(),
-        router.devs.len()
+        router.devs.len(),
+        router.hash_seed,
+        if cfg.hash_seed.is_some() {
+            "configured"
+        } else {
+            "random; set `hash_seed` in the config to repeat this run"
+        }
     );
     for (d, l) in router.devs.iter().zip(&router.lanes) {
         let m = d.eth.mac;
