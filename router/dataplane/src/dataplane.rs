@@ -13,7 +13,6 @@
 //! and every egress lane (see DPDK.md for the planned multi-lcore layout).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tollgate_cca::Time;
@@ -370,14 +369,19 @@ impl Router {
         self.lanes.iter().map(|l| l.port.in_flight()).sum()
     }
 
-    /// Run until STOP or `until`; stats every `interval` go to `report`.
+    /// Run until STOP or `until`. Every `interval` the loop fills a
+    /// snapshot ([`Router::snapshot_into`]) and hands it to `report`, which
+    /// may swap it for another (e.g. with [`crate::stats::Published::offer`]);
+    /// the buffer it leaves is refilled at the next tick. Formatting the
+    /// numbers is for other threads.
     pub fn run(
         &mut self,
         until: Option<Time>,
         interval: Option<Duration>,
-        mut report: impl FnMut(&Snapshot),
+        mut report: impl FnMut(&mut Snapshot),
     ) {
         let mut rx: Burst<MAX_BURST> = Burst::default();
+        let mut snap = Snapshot::default();
         let interval_ns = interval.map(|d| d.as_nanos() as u64).filter(|&n| n > 0);
         let mut next_stats = interval_ns.map(Time::from_nanos);
         let mut iter: u32 = 0;
@@ -392,7 +396,8 @@ impl Router {
                 }
                 if let (Some(t), Some(n)) = (next_stats, interval_ns) {
                     if now >= t {
-                        report(&self.snapshot(now));
+                        self.snapshot_into(now, &mut snap);
+                        report(&mut snap);
                         next_stats = Some(Time::from_nanos(t.as_nanos() + n));
                     }
                 }
@@ -430,43 +435,45 @@ impl Router {
 
     /// A statistics snapshot.
     pub fn snapshot(&self, now: Time) -> Snapshot {
-        let devs = self
-            .devs
-            .iter()
-            .map(|d| DevSnap {
-                name: d.eth.name.clone(),
-                rx: d.rx,
-                ingress_drops: d.ingress_drops,
-                hw: d.eth.device_stats(),
-            })
-            .collect();
-        let lanes = self
-            .lanes
-            .iter()
-            .map(|l| {
-                let q = l.port.qdisc();
-                LaneSnap {
-                    egress: l.name.clone(),
-                    discipline: q.name(),
-                    rate_bps: l.rate_bps,
-                    counters: *l.port.counters(),
-                    parse: *l.port.parse_stats(),
-                    in_flight: l.port.in_flight() as u64,
-                    qlen: q.len() as u64,
-                    qbytes: q.bytes(),
-                    tx_sent: l.c.tx_sent,
-                    tx_full: l.c.tx_full,
-                    bypass: l.c.bypass,
-                    variant_tx_bytes: l.c.variant_tx_bytes.to_vec(),
-                    gauges: discipline_gauges(q),
-                }
-            })
-            .collect();
-        Snapshot {
-            at: now,
-            devs,
-            lanes,
-            pool_free: u64::from(self.pool.available()),
+        let mut snap = Snapshot::default();
+        self.snapshot_into(now, &mut snap);
+        snap
+    }
+
+    /// Fill `out` with the current numbers, reusing its buffers: plain
+    /// copies, no text formatting. Once `out` has been filled before (the
+    /// steady state of the stats tick, which swaps the same two snapshots
+    /// back and forth with the publisher), the only allocations are those of
+    /// `discipline_gauges` (its labels, for RED, CHOKe, Cebinae and RRMQS).
+    pub fn snapshot_into(&self, now: Time, out: &mut Snapshot) {
+        out.at = now;
+        out.pool_free = u64::from(self.pool.available());
+        out.devs.truncate(self.devs.len());
+        out.devs.resize_with(self.devs.len(), DevSnap::default);
+        for (o, d) in out.devs.iter_mut().zip(&self.devs) {
+            o.name.clone_from(&d.eth.name);
+            o.rx = d.rx;
+            o.ingress_drops = d.ingress_drops;
+            o.hw = d.eth.device_stats();
+        }
+        out.lanes.truncate(self.lanes.len());
+        out.lanes.resize_with(self.lanes.len(), LaneSnap::default);
+        for (o, l) in out.lanes.iter_mut().zip(&self.lanes) {
+            let q = l.port.qdisc();
+            o.egress.clone_from(&l.name);
+            o.discipline = q.name();
+            o.rate_bps = l.rate_bps;
+            o.counters = *l.port.counters();
+            o.parse = *l.port.parse_stats();
+            o.in_flight = l.port.in_flight() as u64;
+            o.qlen = q.len() as u64;
+            o.qbytes = q.bytes();
+            o.tx_sent = l.c.tx_sent;
+            o.tx_full = l.c.tx_full;
+            o.bypass = l.c.bypass;
+            o.variant_tx_bytes.clear();
+            o.variant_tx_bytes.extend_from_slice(&l.c.variant_tx_bytes);
+            o.gauges = discipline_gauges(q);
         }
     }
 }
@@ -592,9 +599,6 @@ pub fn install_signal_handlers() {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
 }
-
-/// The latest Prometheus text, shared with the HTTP thread.
-pub type SharedText = Arc<Mutex<String>>;
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@
 //! | [`disc`] | the configured discipline as an enum (static dispatch, stats access) |
 //! | [`dataplane`] | the RX -> classify -> delay -> qdisc -> shaper -> TX loop |
 //! | [`l3`] | static routes, neighbours, ARP / NDP answers |
-//! | [`stats`] | snapshots, text table, Prometheus text, accounting |
+//! | [`stats`] | snapshots and their hand-over ([`stats::Published`]), text table, OpenMetrics text, accounting |
 //! | [`http`] | the Prometheus endpoint |
 //! | [`pcap`] | size-bounded capture |
 //! | [`synth`] | synthetic frames for net_null benchmarks and tests |

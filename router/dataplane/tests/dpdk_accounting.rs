@@ -316,6 +316,24 @@ fn prometheus_endpoint_serves_counters() {
     let body = fetch.join().unwrap().expect("metrics served while running");
     assert!(body.starts_with("HTTP/1.1 200 OK"));
     assert!(
+        body.contains("Content-Type: application/openmetrics-text"),
+        "{body}"
+    );
+    // The body is well-formed exposition text: HELP and TYPE for every
+    // sample's family, escaped labels, numeric values, # EOF.
+    let (_, text) = body.split_once("\r\n\r\n").expect("HTTP head and body");
+    let samples = tollgate_dataplane::stats::check_exposition(text)
+        .unwrap_or_else(|e| panic!("not valid exposition text: {e}\n{text}"));
+    assert!(samples.len() > 20, "{text}");
+    assert!(
+        text.contains("# TYPE tollgate_egress_tx_packets counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE tollgate_cebinae_top_flows gauge"),
+        "{text}"
+    );
+    assert!(
         body.contains(
             "tollgate_egress_dropped_packets_total{port=\"net_null1\",discipline=\"cebinae\""
         ),

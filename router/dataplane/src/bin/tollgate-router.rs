@@ -11,7 +11,6 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{ArgAction, Parser};
@@ -19,7 +18,7 @@ use clap::{ArgAction, Parser};
 use tollgate_dataplane::config::{parse_duration, RouterConfig};
 use tollgate_dataplane::dataplane::{install_signal_handlers, Router, STOP};
 use tollgate_dataplane::eal::Eal;
-use tollgate_dataplane::stats::Snapshot;
+use tollgate_dataplane::stats::{Published, Snapshot};
 
 /// What `--help` prints after the options.
 const AFTER_HELP: &str = "\
@@ -135,10 +134,12 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
             l.rate_bps / 1e6
         );
     }
-    let prom = Arc::new(Mutex::new(String::new()));
+    // The forwarding loop only publishes numbers; the metrics thread and
+    // the printer thread below format them.
+    let published = Published::new();
     let http = match &cfg.prometheus {
         None => None,
-        Some(addr) => match tollgate_dataplane::http::serve(addr, prom.clone()) {
+        Some(addr) => match tollgate_dataplane::http::serve(addr, published.clone()) {
             Ok(h) => {
                 println!("  prometheus: http://{addr}/metrics");
                 Some(h)
@@ -158,18 +159,36 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         .filter(|d| !d.is_zero());
     // Prometheus needs fresh numbers even when printing is off.
     let tick = interval.or(cfg.prometheus.as_ref().map(|_| Duration::from_secs(1)));
-    let mut prev: Option<Snapshot> = None;
     let quiet = args.quiet || interval.is_none();
+    // The periodic table, printed off the forwarding core; it returns the
+    // last snapshot it printed, the base of the final table's rates.
+    let printer = (!quiet).then(|| {
+        let published = published.clone();
+        std::thread::Builder::new()
+            .name("tollgate-stats".into())
+            .spawn(move || {
+                let (mut seen, mut prev) = (0, None::<Snapshot>);
+                while let Some((seq, snap)) = published.wait_newer(seen) {
+                    print!("{}", snap.render_text(prev.as_ref()));
+                    seen = seq;
+                    prev = Some(snap);
+                }
+                prev
+            })
+    });
+    let printer = match printer.transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot start the stats printer thread: {e}");
+            return ExitCode::from(3);
+        }
+    };
     router.run(until, tick, |snap| {
-        if !quiet {
-            print!("{}", snap.render_text(prev.as_ref()));
-        }
-        if let Ok(mut t) = prom.lock() {
-            *t = snap.render_prometheus();
-        }
-        prev = Some(snap.clone());
+        published.offer(snap);
     });
     tracing::info!("forwarding loop stopped; draining");
+    published.close();
+    let prev = printer.and_then(|p| p.join().ok()).flatten();
     let stopped_by = if STOP.load(Ordering::Relaxed) {
         "signal"
     } else {
@@ -179,9 +198,7 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     router.drain(drain);
     let now = router.clock.now();
     let snap = router.snapshot(now);
-    if let Ok(mut t) = prom.lock() {
-        *t = snap.render_prometheus();
-    }
+    published.publish(snap.clone());
     println!("=== final stats (stopped by {stopped_by}) ===");
     print!("{}", snap.render_text(prev.as_ref()));
     for l in &snap.lanes {
