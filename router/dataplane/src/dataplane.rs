@@ -289,7 +289,7 @@ impl Router {
                                 Action::Bypass(dev.peer_lane)
                             }
                         }
-                        Mode::L3 => self.l3.forward(d, &mut m),
+                        Mode::L3 => self.l3.forward(d, &mut m, now),
                     };
                     self.dispatch(d, action, m, now);
                 }
@@ -448,6 +448,7 @@ impl Router {
     pub fn snapshot_into(&self, now: Time, out: &mut Snapshot) {
         out.at = now;
         out.pool_free = u64::from(self.pool.available());
+        out.neighbours = (self.mode == Mode::L3).then(|| self.l3.neighbour_stats());
         out.devs.truncate(self.devs.len());
         out.devs.resize_with(self.devs.len(), DevSnap::default);
         for (o, d) in out.devs.iter_mut().zip(&self.devs) {

@@ -25,6 +25,8 @@ use tollgate_cca::{Time, VariantId};
 use tollgate_router::packet::ParseStats;
 use tollgate_router::{Counters, DropReason};
 
+use crate::l3::NeighbourStats;
+
 /// Ingress drop reasons (before an egress pipeline).
 pub const INGRESS_REASONS: [&str; 4] = ["no_route", "not_ip", "ttl", "local"];
 
@@ -83,6 +85,8 @@ pub struct Snapshot {
     pub lanes: Vec<LaneSnap>,
     /// Free mbufs in the pool.
     pub pool_free: u64,
+    /// L3 mode: the neighbour table's counters.
+    pub neighbours: Option<NeighbourStats>,
 }
 
 /// The accounting totals.
@@ -150,6 +154,9 @@ impl Snapshot {
                 "dev {:<18} rx={:<12} rx_mpps={:<8.3} ingress_drops[no_route={} not_ip={} ttl={} local={}] hw[imissed={} ierrors={} oerrors={} rx_nombuf={}]",
                 d.name, d.rx, rate, d.ingress_drops[0], d.ingress_drops[1], d.ingress_drops[2], d.ingress_drops[3], d.hw[4], d.hw[5], d.hw[6], d.hw[7]
             );
+        }
+        if let Some(n) = &self.neighbours {
+            let _ = writeln!(s, "{}", n.line());
         }
         for (i, l) in self.lanes.iter().enumerate() {
             let p = prev.and_then(|p| p.lanes.get(i));
@@ -571,6 +578,39 @@ impl Collector for SnapshotMetrics {
                     .collect(),
             ),
         )?;
+        if let Some(n) = &s.neighbours {
+            family(
+                enc,
+                "tollgate_l3_neighbours",
+                "Entries in the L3 neighbour table, by kind.",
+                Gauge(vec![
+                    (vec![("kind", Escaped("static"))], n.statics as f64),
+                    (vec![("kind", Escaped("learned"))], n.learned as f64),
+                ]),
+            )?;
+            family(
+                enc,
+                "tollgate_l3_neighbours_expired",
+                "Learned neighbours removed after the timeout without refresh.",
+                Counter(vec![(Vec::new(), n.expired)]),
+            )?;
+            family(
+                enc,
+                "tollgate_l3_neighbour_refused",
+                "ARP / ND packets not learned from, by reason.",
+                Counter(vec![
+                    (
+                        vec![("reason", Escaped("table_full"))],
+                        n.refused_table_full,
+                    ),
+                    (
+                        vec![("reason", Escaped("not_for_us"))],
+                        n.refused_not_for_us,
+                    ),
+                    (vec![("reason", Escaped("off_link"))], n.refused_off_link),
+                ]),
+            )?;
+        }
         // Discipline gauges: (suffix, label text, value) per lane.
         let parsed: Vec<Vec<(String, String)>> = s
             .lanes
@@ -828,6 +868,12 @@ mod tests {
                 ..LaneSnap::default()
             }],
             pool_free: 1000,
+            neighbours: Some(NeighbourStats {
+                learned: 3,
+                statics: 1,
+                refused_not_for_us: 5000,
+                ..NeighbourStats::default()
+            }),
         }
     }
 
@@ -914,6 +960,14 @@ mod tests {
             1.0
         );
         assert_eq!(get("tollgate_rrmqs_jain", &[("port", WEIRD)]), 0.9);
+        assert_eq!(get("tollgate_l3_neighbours", &[("kind", "learned")]), 3.0);
+        assert_eq!(
+            get(
+                "tollgate_l3_neighbour_refused_total",
+                &[("reason", "not_for_us")]
+            ),
+            5000.0
+        );
         assert_eq!(
             get("tollgate_egress_variant_tx_bytes_total", &[("port", WEIRD)]),
             500.0

@@ -234,6 +234,12 @@ snaplen = 64
         "{}",
         run.stdout
     );
+    // The neighbour table's counters are in the final report.
+    assert!(
+        run.stdout.contains("neighbours static=1 learned=0 "),
+        "{}",
+        run.stdout
+    );
     // net_null1 receives zero frames: not IP, dropped at ingress.
     let bytes = std::fs::read(&pcap).expect("pcap written");
     assert!(bytes.len() as u64 <= 20_000, "size bound");
