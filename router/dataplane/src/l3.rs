@@ -36,6 +36,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use tollgate_cca::Time;
+use tollgate_router::packet::{checksum_adjust, internet_checksum};
 
 use crate::config::{parse_mac, parse_prefix, Mode, RouterConfig};
 use crate::mbuf::Mbuf;
@@ -437,12 +438,13 @@ impl L3 {
         let f = m.data_mut();
         f[0..6].copy_from_slice(&mac);
         f[6..12].copy_from_slice(&src_mac);
-        // TTL - 1 with the incremental checksum update (RFC 1624): the
-        // TTL/protocol word drops by 0x0100, so the checksum rises by it.
+        // TTL - 1 with the incremental checksum update (RFC 1624) of the
+        // TTL/protocol word.
+        let old_word = u16::from_be_bytes([f[22], f[23]]);
         f[22] -= 1;
-        let sum = u32::from(u16::from_be_bytes([f[24], f[25]])) + 0x0100;
-        let sum = (sum & 0xFFFF) + (sum >> 16);
-        f[24..26].copy_from_slice(&(sum as u16).to_be_bytes());
+        let new_word = u16::from_be_bytes([f[22], f[23]]);
+        let sum = checksum_adjust(u16::from_be_bytes([f[24], f[25]]), old_word, new_word);
+        f[24..26].copy_from_slice(&sum.to_be_bytes());
         let _ = dev;
         Action::Queue(lane)
     }
@@ -554,21 +556,8 @@ impl L3 {
 
 /// ICMPv6 checksum over the pseudo-header (RFC 8200 section 8.1) and `body`.
 fn icmpv6_checksum(src: &[u8], dst: &[u8], body: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    let mut add = |b: &[u8]| {
-        for c in b.chunks(2) {
-            sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-        }
-    };
-    add(src);
-    add(dst);
-    add(&(body.len() as u32).to_be_bytes());
-    add(&[0, 0, 0, 58]);
-    add(body);
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    !(sum as u16)
+    let len = (body.len() as u32).to_be_bytes();
+    internet_checksum([src, dst, &len[..], &[0, 0, 0, 58][..], body])
 }
 
 #[cfg(test)]
@@ -749,8 +738,28 @@ mac = "02:00:00:00:00:02"
         assert_eq!(l3.forward(0, &mut f, T0), Action::Bypass(0));
         assert_eq!(f.len(), 86);
         assert_eq!(f[54], 136, "answered with an advertisement");
+        assert_eq!(
+            icmpv6_checksum(&f[22..38], &f[38..54], &f[54..86]),
+            0,
+            "the advertisement's ICMPv6 checksum verifies"
+        );
         let s = l3.neighbour_stats();
         assert_eq!((s.learned, s.refused_not_for_us), (1, 300), "{s:?}");
+    }
+
+    #[test]
+    fn ttl_decrement_keeps_the_ipv4_checksum_valid() {
+        let mut l3 = l3();
+        for ttl in [2u8, 64, 255] {
+            let mut p = udp_to([172, 16, 0, 1]);
+            p[14 + 8] = ttl;
+            p[24..26].copy_from_slice(&[0, 0]);
+            let ck = tollgate_router::packet::ipv4_checksum(&p[14..34]);
+            p[24..26].copy_from_slice(&ck.to_be_bytes());
+            assert_eq!(l3.forward(0, &mut p, T0), Action::Queue(1));
+            assert_eq!(p[14 + 8], ttl - 1);
+            assert_eq!(tollgate_router::packet::ipv4_checksum(&p[14..34]), 0);
+        }
     }
 
     #[test]
