@@ -10,6 +10,8 @@
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use clap::{ArgAction, Parser};
+
 use tollgate_dataplane::config::{parse_duration, RouterConfig, SyntheticConfig};
 use tollgate_dataplane::dataplane::{Router, MAX_BURST};
 use tollgate_dataplane::eal::{Eal, EthPort, Mempool};
@@ -18,68 +20,67 @@ use tollgate_dataplane::synth::Synth;
 
 const CASES: [&str; 6] = ["forward", "droptail", "red", "choke", "cebinae", "rrmqs"];
 
+/// What `--help` prints after the options.
+const AFTER_HELP: &str = "\
+Each case runs in a child process of this binary (EAL initialises once per
+process) on lcore 0 with two net_null ports, `--no-huge --no-pci`; no NICs
+or hugepages are needed, but DPDK needs root.
+
+Example:
+  tollgate-dpdk-bench --seconds 2 --frame-len 64 --flows 1024
+  tollgate-dpdk-bench --seconds 1 -- --log-level=pmd.net.null:debug
+
+Reference: router/DPDK.md (building with DPDK, the dataplane, the benchmark).
+
+Logging: warnings by default; -v info, -vv debug, -vvv trace; RUST_LOG,
+when set, takes precedence.
+
+Exit codes: 0 ok; 1 cannot run a child process; 2 bad command line;
+3 EAL or port failure, or a case failed (its output is printed).";
+
+/// Mpps per core of the Tollgate DPDK dataplane for each queue discipline
+/// against a plain forwarding loop.
+///
+/// Sends synthetic UDP traffic through two DPDK net_null ports, once with a
+/// bare RX -> TX loop and once per discipline through the full dataplane,
+/// and prints a table with each case's ratio to plain forwarding.
+#[derive(Parser, Debug)]
+#[command(name = "tollgate-dpdk-bench", version, after_help = AFTER_HELP)]
 struct Opts {
+    /// Seconds per case (0 < s <= 60).
+    #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
+    /// Synthetic frame length in bytes.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=1514))]
     frame_len: u16,
+    /// Distinct synthetic UDP flows.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     flows: u32,
+    /// Internal: run one case (the parent starts a child per case).
+    #[arg(long, hide = true, value_parser = clap::builder::PossibleValuesParser::new(CASES))]
     child: Option<String>,
+    /// More log output on stderr: -v info, -vv debug, -vvv trace.
+    #[arg(short, long, action = ArgAction::Count)]
+    verbose: u8,
+    /// Extra DPDK EAL arguments, after `--` (appended to the built-in ones).
+    #[arg(last = true, value_name = "EAL_ARGS")]
     eal_extra: Vec<String>,
 }
 
-fn parse() -> Result<Opts, String> {
-    let mut o = Opts {
-        seconds: 2.0,
-        frame_len: 64,
-        flows: 1024,
-        child: None,
-        eal_extra: Vec::new(),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut val = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "--seconds" => {
-                o.seconds = val("--seconds")?
-                    .parse()
-                    .map_err(|e| format!("--seconds: {e}"))?
-            }
-            "--frame-len" => {
-                o.frame_len = val("--frame-len")?
-                    .parse()
-                    .map_err(|e| format!("--frame-len: {e}"))?
-            }
-            "--flows" => {
-                o.flows = val("--flows")?
-                    .parse()
-                    .map_err(|e| format!("--flows: {e}"))?
-            }
-            "--child" => o.child = Some(val("--child")?),
-            "--" => o.eal_extra.extend(it.by_ref()),
-            "-h" | "--help" => return Err(String::new()),
-            x => return Err(format!("unknown argument {x:?}")),
-        }
+fn seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v > 0.0 && v <= 60.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not in (0, 60]"))
     }
-    if !(60..=1514).contains(&o.frame_len)
-        || o.flows == 0
-        || !(o.seconds > 0.0 && o.seconds <= 60.0)
-    {
-        return Err("need 60 <= --frame-len <= 1514, --flows >= 1, 0 < --seconds <= 60".into());
-    }
-    Ok(o)
 }
 
 /// Entry point.
 pub fn main() -> ExitCode {
-    let o = match parse() {
-        Ok(o) => o,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("error: {e}");
-            }
-            eprintln!("usage: tollgate-dpdk-bench [--seconds 2] [--frame-len 64] [--flows 1024] [-- extra EAL args]");
-            return ExitCode::from(2);
-        }
-    };
+    // clap prints the error with a usage line and exits 2 (0 for --help).
+    let o = Opts::parse();
+    tollgate_dataplane::logging::init(o.verbose);
     match &o.child {
         Some(case) => child(&o, case),
         None => parent(&o),
@@ -97,6 +98,7 @@ fn parent(o: &Opts) -> ExitCode {
     println!("tollgate-dpdk-bench: {} B frames, {} flows, {} s per case, 1 lcore, net_null0 <-> net_null1", o.frame_len, o.flows, o.seconds);
     let mut rows: Vec<(String, f64, f64)> = Vec::new();
     for case in CASES {
+        tracing::info!(case, "running case");
         let out = Command::new(&exe)
             .args([
                 "--child",
@@ -107,8 +109,9 @@ fn parent(o: &Opts) -> ExitCode {
                 &o.frame_len.to_string(),
                 "--flows",
                 &o.flows.to_string(),
-                "--",
             ])
+            .args((0..o.verbose).map(|_| "-v"))
+            .args(["--"])
             .args(&o.eal_extra)
             .output();
         let out = match out {
@@ -255,7 +258,7 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
         )
     };
     let text = format!(
-        "stats_interval = \"0s\"\nmbufs = 16383\n{}{}",
+        "stats_interval = \"0s\"\nhash_seed = 1\nmbufs = 16383\n{}{}",
         port("net_null0", "net_null1"),
         port("net_null1", "net_null0")
     );
@@ -269,4 +272,44 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
     let s1 = router.snapshot(t1).totals();
     let secs = t1.saturating_since(t0).as_secs_f64();
     Ok((s1.rx - s0.rx, s1.tx - s0.tx, secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_consistent() {
+        Opts::command().debug_assert();
+    }
+
+    #[test]
+    fn options_and_eal_arguments() {
+        let o = Opts::try_parse_from([
+            "b",
+            "--seconds",
+            "1.5",
+            "--flows",
+            "8",
+            "-v",
+            "--",
+            "--log-level=8",
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.seconds, o.flows, o.frame_len, o.verbose),
+            (1.5, 8, 64, 1)
+        );
+        assert_eq!(o.eal_extra, ["--log-level=8"]);
+        for bad in [
+            &["b", "--seconds", "0"][..],
+            &["b", "--frame-len", "59"],
+            &["b", "--flows", "0"],
+            &["b", "--vdev", "x"],
+        ] {
+            let e = Opts::try_parse_from(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! a plain forwarding loop, in the same run, with synthetic 64-byte UDP
 //! traffic through DPDK `net_null` ports (`--no-huge --no-pci`).
 //!
-//! `tollgate-dpdk-bench [--seconds 2] [--frame-len 64] [--flows 1024]`
+//! `tollgate-dpdk-bench [--seconds 2] [--frame-len 64] [--flows 1024] [-v...] [-- EAL args]`
 //! runs one child process per case (EAL initialises once per process), each
 //! on one lcore, and prints a table with the ratio to plain forwarding.
 //!

@@ -19,6 +19,11 @@
 //!
 //! [`ParseStats`] counts every outcome. [`set_ce_in_frame`] rewrites the ECN
 //! field to CE in place (with the RFC 1624 incremental IPv4 checksum update).
+//!
+//! Checksums, defined once here for the library and the dataplane:
+//! [`internet_checksum`] / [`ipv4_checksum`] compute one from scratch
+//! (RFC 1071), [`checksum_adjust`] updates one after a 16-bit word changed
+//! (RFC 1624).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -430,12 +435,7 @@ pub fn set_ce_in_frame(frame: &mut [u8], info: &PacketInfo) -> bool {
             frame[l3 + 1] |= 0b11;
             let new_word = u16::from_be_bytes([frame[l3], frame[l3 + 1]]);
             let old_sum = u16::from_be_bytes([frame[l3 + 10], frame[l3 + 11]]);
-            // HC' = ~(~HC + ~m + m')
-            let mut sum = u32::from(!old_sum) + u32::from(!old_word) + u32::from(new_word);
-            while sum > 0xFFFF {
-                sum = (sum & 0xFFFF) + (sum >> 16);
-            }
-            let new_sum = !(sum as u16);
+            let new_sum = checksum_adjust(old_sum, old_word, new_word);
             frame[l3 + 10..l3 + 12].copy_from_slice(&new_sum.to_be_bytes());
             true
         }
@@ -451,22 +451,58 @@ pub fn set_ce_in_frame(frame: &mut [u8], info: &PacketInfo) -> bool {
     }
 }
 
+/// Fold a 32-bit one's-complement accumulator to 16 bits (end-around carry).
+#[inline]
+fn fold(mut sum: u32) -> u16 {
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// The Internet checksum (RFC 1071): the one's complement of the one's
+/// complement sum of the 16-bit big-endian words of `parts`, read as one
+/// byte string. Every part but the last must have an even length (as the
+/// pseudo-header pieces of TCP, UDP and ICMPv6 do); an odd last byte is
+/// padded with zero. Verifying: the checksum over data that includes a
+/// correct checksum field is 0.
+pub fn internet_checksum<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> u16 {
+    let mut sum: u32 = 0;
+    for part in parts {
+        for pair in part.chunks(2) {
+            sum += u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
+            // Fold early: headers are short, but `parts` may not be.
+            if sum >= 0x8000_0000 {
+                sum = u32::from(fold(sum));
+            }
+        }
+    }
+    !fold(sum)
+}
+
+/// IPv4 header checksum (RFC 1071) over `header` (its checksum field zero
+/// to compute one, as received to verify: 0 means valid).
+pub fn ipv4_checksum(header: &[u8]) -> u16 {
+    internet_checksum([header])
+}
+
+/// The checksum after one 16-bit word of the covered data changed from
+/// `old_word` to `new_word`, without reading the rest: RFC 1624 eqn. 3,
+/// `HC' = ~(~HC + ~m + m')`. Used for the ECN rewrite ([`set_ce_in_frame`])
+/// and the dataplane's TTL decrement; it gives exactly what
+/// [`ipv4_checksum`] over the changed header gives.
+#[inline]
+pub fn checksum_adjust(old_sum: u16, old_word: u16, new_word: u16) -> u16 {
+    !fold(u32::from(!old_sum) + u32::from(!old_word) + u32::from(new_word))
+}
+
 /// Frame builders used by tests, benches and the emulator's synthetic traffic.
 pub mod build {
     use super::*;
 
-    /// IPv4 header checksum (RFC 1071) over `header`.
-    pub fn ipv4_checksum(header: &[u8]) -> u16 {
-        let mut sum: u32 = 0;
-        for pair in header.chunks(2) {
-            let word = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
-            sum += u32::from(word);
-        }
-        while sum > 0xFFFF {
-            sum = (sum & 0xFFFF) + (sum >> 16);
-        }
-        !(sum as u16)
-    }
+    /// The IPv4 header checksum the builders use ([`super::ipv4_checksum`],
+    /// re-exported under its old path).
+    pub use super::ipv4_checksum;
 
     /// An Ethernet + IPv4 + UDP frame with `payload` bytes of zeros.
     pub fn udp4(key: &FlowKey, tos: u8, payload: usize) -> Vec<u8> {
@@ -614,6 +650,63 @@ mod tests {
         // An extension header whose length runs past the packet is truncated.
         let bad = ipv6_tcp(&[PROTO_TCP, 200, 0, 0, 0, 0, 0, 0], 0);
         assert_eq!(parse_ethernet(&bad), Err(ParseError::Truncated));
+    }
+
+    #[test]
+    fn checksum_adjust_matches_a_full_recompute_over_random_headers() {
+        // xorshift64*: deterministic, no dependency.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        for case in 0..100_000 {
+            let mut h = [0u8; 20];
+            for b in h.iter_mut() {
+                *b = next() as u8;
+            }
+            h[0] = 0x45;
+            if case % 7 == 0 {
+                // Extremes: words of all ones and of zeros.
+                h[2..10].copy_from_slice(&[0xFF; 8]);
+                h[12..20].copy_from_slice(&[0; 8]);
+            }
+            h[10..12].copy_from_slice(&[0, 0]);
+            let ck = ipv4_checksum(&h);
+            h[10..12].copy_from_slice(&ck.to_be_bytes());
+            assert_eq!(ipv4_checksum(&h), 0);
+            // Change one word other than the checksum: a TTL decrement, or
+            // any random new value.
+            let w = [0usize, 1, 2, 3, 4, 6, 7, 8, 9][(next() % 9) as usize] * 2;
+            let old_word = u16::from_be_bytes([h[w], h[w + 1]]);
+            let new_word = if w == 8 && h[8] > 0 && case % 2 == 0 {
+                old_word - 0x0100
+            } else {
+                next() as u16
+            };
+            h[w..w + 2].copy_from_slice(&new_word.to_be_bytes());
+            let incremental = checksum_adjust(ck, old_word, new_word);
+            h[10..12].copy_from_slice(&[0, 0]);
+            let full = ipv4_checksum(&h);
+            assert_eq!(incremental, full, "case {case}: header {h:02x?}, word {w}");
+        }
+    }
+
+    #[test]
+    fn internet_checksum_reads_parts_as_one_string() {
+        let data: Vec<u8> = (0u8..=200).collect();
+        let whole = internet_checksum([&data[..]]);
+        assert_eq!(
+            internet_checksum([&data[..64], &data[64..100], &data[100..]]),
+            whole
+        );
+        // RFC 1071 section 3 example words 0001 f203 f4f5 f6f7: sum ddf2.
+        assert_eq!(
+            internet_checksum([&[0x00u8, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7][..]]),
+            !0xddf2
+        );
     }
 
     #[test]

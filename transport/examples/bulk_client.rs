@@ -20,6 +20,8 @@ use tollgate_transport::bulk::{BulkClient, Mode, Request};
 use tollgate_transport::tls;
 use tollgate_transport::{ConnectionOptions, Driver, EndpointOptions};
 
+mod common;
+
 #[derive(Parser, Debug)]
 struct Args {
     /// Server address.
@@ -52,10 +54,15 @@ struct Args {
     /// Write the time series as CSV here.
     #[arg(long)]
     series: Option<PathBuf>,
+    /// More log output on stderr: -v info, -vv debug, -vvv trace
+    /// (RUST_LOG, when set, takes precedence).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    common::init_logging(args.verbose);
     let size = match (args.size, args.duration) {
         (None, None) => Some(10_000_000),
         (s, _) => s,

@@ -21,6 +21,8 @@ use tollgate_transport::{
     App, ConnReport, ConnectionOptions, Driver, Endpoint, EndpointOptions, Event,
 };
 
+mod common;
+
 #[derive(Parser, Debug)]
 struct Args {
     /// Address to listen on.
@@ -44,6 +46,10 @@ struct Args {
     /// Statistics sampling interval in milliseconds.
     #[arg(long, default_value_t = 100)]
     stats_interval_ms: u64,
+    /// More log output on stderr: -v info, -vv debug, -vvv trace
+    /// (RUST_LOG, when set, takes precedence).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
 }
 
 /// The bulk server plus a line per finished connection.
@@ -92,6 +98,7 @@ fn print_report(r: &ConnReport) {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    common::init_logging(args.verbose);
     let crypto = match (&args.cert, &args.key) {
         (Some(cert), Some(key)) => tls::server_crypto_from_pem(cert, key)?,
         _ => {

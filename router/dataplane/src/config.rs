@@ -60,9 +60,13 @@ pub struct RouterConfig {
     /// How long to drain queued packets at shutdown. Default "2s".
     #[serde(default = "d_drain")]
     pub drain_timeout: String,
-    /// Seed of the flow hash. Default 1.
-    #[serde(default = "d_seed")]
-    pub hash_seed: u64,
+    /// Seed of the flow hash (per-flow buckets of CHOKe, Cebinae, RRMQS).
+    /// Default: none, i.e. random at every start (see
+    /// [`crate::dataplane::resolve_hash_seed`]), so senders cannot aim hash
+    /// collisions at a known seed; set it only to repeat a run (the seed in
+    /// use is printed at start-up).
+    #[serde(default)]
+    pub hash_seed: Option<u64>,
     /// Classify by DSCP when no rule matches. Default true.
     #[serde(default = "d_true")]
     pub use_dscp: bool,
@@ -96,9 +100,6 @@ fn d_stats() -> String {
 }
 fn d_drain() -> String {
     "2s".into()
-}
-fn d_seed() -> u64 {
-    1
 }
 fn d_true() -> bool {
     true

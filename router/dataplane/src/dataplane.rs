@@ -13,7 +13,6 @@
 //! and every egress lane (see DPDK.md for the planned multi-lcore layout).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tollgate_cca::Time;
@@ -151,6 +150,8 @@ pub struct Router {
     pub devs: Vec<Device>,
     /// One lane per device (index = device index): packets leaving through it.
     pub lanes: Vec<Lane>,
+    /// The flow-hash seed in use (configured, or drawn at start).
+    pub hash_seed: u64,
     mode: Mode,
     l3: L3,
     burst: usize,
@@ -170,6 +171,12 @@ impl Router {
             message: format!("rules: {e}"),
             hint: None,
         })?;
+        let hash_seed = resolve_hash_seed(cfg.hash_seed);
+        tracing::info!(
+            hash_seed,
+            configured = cfg.hash_seed.is_some(),
+            "flow hash seed"
+        );
         let mut devs = Vec::new();
         let mut lanes = Vec::new();
         for p in &cfg.ports {
@@ -190,7 +197,7 @@ impl Router {
             })?;
             let port = Port::new(
                 Classifier::new(classifier_rules.clone(), cfg.use_dscp),
-                cfg.hash_seed,
+                hash_seed,
                 &plan.delay,
                 qdisc,
                 &plan.shaper,
@@ -199,6 +206,12 @@ impl Router {
                 message: format!("port {}: {e}", p.device),
                 hint: None,
             })?;
+            tracing::info!(
+                egress = %eth.name,
+                discipline = tollgate_router::Qdisc::name(port.qdisc()),
+                rate_bps = plan.shaper.rate_bps,
+                "egress pipeline built"
+            );
             lanes.push(Lane {
                 dev_id: id,
                 queue: 0,
@@ -241,6 +254,7 @@ impl Router {
             devs,
             lanes,
             mode: cfg.mode,
+            hash_seed,
             l3,
             burst: usize::from(cfg.burst).min(MAX_BURST),
             pcap,
@@ -275,7 +289,7 @@ impl Router {
                                 Action::Bypass(dev.peer_lane)
                             }
                         }
-                        Mode::L3 => self.l3.forward(d, &mut m),
+                        Mode::L3 => self.l3.forward(d, &mut m, now),
                     };
                     self.dispatch(d, action, m, now);
                 }
@@ -355,14 +369,19 @@ impl Router {
         self.lanes.iter().map(|l| l.port.in_flight()).sum()
     }
 
-    /// Run until STOP or `until`; stats every `interval` go to `report`.
+    /// Run until STOP or `until`. Every `interval` the loop fills a
+    /// snapshot ([`Router::snapshot_into`]) and hands it to `report`, which
+    /// may swap it for another (e.g. with [`crate::stats::Published::offer`]);
+    /// the buffer it leaves is refilled at the next tick. Formatting the
+    /// numbers is for other threads.
     pub fn run(
         &mut self,
         until: Option<Time>,
         interval: Option<Duration>,
-        mut report: impl FnMut(&Snapshot),
+        mut report: impl FnMut(&mut Snapshot),
     ) {
         let mut rx: Burst<MAX_BURST> = Burst::default();
+        let mut snap = Snapshot::default();
         let interval_ns = interval.map(|d| d.as_nanos() as u64).filter(|&n| n > 0);
         let mut next_stats = interval_ns.map(Time::from_nanos);
         let mut iter: u32 = 0;
@@ -377,7 +396,8 @@ impl Router {
                 }
                 if let (Some(t), Some(n)) = (next_stats, interval_ns) {
                     if now >= t {
-                        report(&self.snapshot(now));
+                        self.snapshot_into(now, &mut snap);
+                        report(&mut snap);
                         next_stats = Some(Time::from_nanos(t.as_nanos() + n));
                     }
                 }
@@ -415,43 +435,46 @@ impl Router {
 
     /// A statistics snapshot.
     pub fn snapshot(&self, now: Time) -> Snapshot {
-        let devs = self
-            .devs
-            .iter()
-            .map(|d| DevSnap {
-                name: d.eth.name.clone(),
-                rx: d.rx,
-                ingress_drops: d.ingress_drops,
-                hw: d.eth.device_stats(),
-            })
-            .collect();
-        let lanes = self
-            .lanes
-            .iter()
-            .map(|l| {
-                let q = l.port.qdisc();
-                LaneSnap {
-                    egress: l.name.clone(),
-                    discipline: q.name(),
-                    rate_bps: l.rate_bps,
-                    counters: *l.port.counters(),
-                    parse: *l.port.parse_stats(),
-                    in_flight: l.port.in_flight() as u64,
-                    qlen: q.len() as u64,
-                    qbytes: q.bytes(),
-                    tx_sent: l.c.tx_sent,
-                    tx_full: l.c.tx_full,
-                    bypass: l.c.bypass,
-                    variant_tx_bytes: l.c.variant_tx_bytes.to_vec(),
-                    gauges: discipline_gauges(q),
-                }
-            })
-            .collect();
-        Snapshot {
-            at: now,
-            devs,
-            lanes,
-            pool_free: u64::from(self.pool.available()),
+        let mut snap = Snapshot::default();
+        self.snapshot_into(now, &mut snap);
+        snap
+    }
+
+    /// Fill `out` with the current numbers, reusing its buffers: plain
+    /// copies, no text formatting. Once `out` has been filled before (the
+    /// steady state of the stats tick, which swaps the same two snapshots
+    /// back and forth with the publisher), the only allocations are those of
+    /// `discipline_gauges` (its labels, for RED, CHOKe, Cebinae and RRMQS).
+    pub fn snapshot_into(&self, now: Time, out: &mut Snapshot) {
+        out.at = now;
+        out.pool_free = u64::from(self.pool.available());
+        out.neighbours = (self.mode == Mode::L3).then(|| self.l3.neighbour_stats());
+        out.devs.truncate(self.devs.len());
+        out.devs.resize_with(self.devs.len(), DevSnap::default);
+        for (o, d) in out.devs.iter_mut().zip(&self.devs) {
+            o.name.clone_from(&d.eth.name);
+            o.rx = d.rx;
+            o.ingress_drops = d.ingress_drops;
+            o.hw = d.eth.device_stats();
+        }
+        out.lanes.truncate(self.lanes.len());
+        out.lanes.resize_with(self.lanes.len(), LaneSnap::default);
+        for (o, l) in out.lanes.iter_mut().zip(&self.lanes) {
+            let q = l.port.qdisc();
+            o.egress.clone_from(&l.name);
+            o.discipline = q.name();
+            o.rate_bps = l.rate_bps;
+            o.counters = *l.port.counters();
+            o.parse = *l.port.parse_stats();
+            o.in_flight = l.port.in_flight() as u64;
+            o.qlen = q.len() as u64;
+            o.qbytes = q.bytes();
+            o.tx_sent = l.c.tx_sent;
+            o.tx_full = l.c.tx_full;
+            o.bypass = l.c.bypass;
+            o.variant_tx_bytes.clear();
+            o.variant_tx_bytes.extend_from_slice(&l.c.variant_tx_bytes);
+            o.gauges = discipline_gauges(q);
         }
     }
 }
@@ -527,6 +550,27 @@ fn discipline_gauges(q: &AnyQdisc<Pkt>) -> Vec<(String, String, f64)> {
     g
 }
 
+/// The flow-hash seed to use: `configured` when set, else a fresh random
+/// one from the operating system (`getrandom`), so every start gets an
+/// unpredictable seed. Should the OS source fail, std's per-process random
+/// `RandomState` keys, mixed with the time, are used instead.
+pub fn resolve_hash_seed(configured: Option<u64>) -> u64 {
+    if let Some(seed) = configured {
+        return seed;
+    }
+    getrandom::u64().unwrap_or_else(|_| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default(),
+        );
+        h.finish()
+    })
+}
+
 /// Whether a frame carries IPv4 or IPv6 (after up to two VLAN tags).
 #[inline]
 pub fn is_ip(frame: &[u8]) -> bool {
@@ -557,5 +601,28 @@ pub fn install_signal_handlers() {
     }
 }
 
-/// The latest Prometheus text, shared with the HTTP thread.
-pub type SharedText = Arc<Mutex<String>>;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_seed_is_random_unless_configured() {
+        let (a, b) = (resolve_hash_seed(None), resolve_hash_seed(None));
+        // Two draws of 64 random bits collide with probability 2^-64.
+        assert_ne!(a, b, "two starts without a seed got the same seed");
+        assert_eq!(resolve_hash_seed(Some(1)), 1);
+        assert_eq!(resolve_hash_seed(Some(0xdead_beef)), 0xdead_beef);
+        let cfg = |extra: &str| {
+            crate::config::RouterConfig::parse(&format!(
+                "{extra}\n[[ports]]\ndevice = \"a\"\npeer = \"a\"\n"
+            ))
+            .unwrap()
+        };
+        assert_eq!(cfg("").hash_seed, None);
+        assert_eq!(cfg("hash_seed = 42").hash_seed, Some(42));
+        assert_ne!(
+            resolve_hash_seed(cfg("").hash_seed),
+            resolve_hash_seed(cfg("").hash_seed)
+        );
+    }
+}

@@ -79,6 +79,7 @@ impl Eal {
         let mut argv: Vec<*mut c_char> = owned.iter().map(|s| s.as_ptr() as *mut c_char).collect();
         argv.push(std::ptr::null_mut());
         let argc = (argv.len() - 1) as c_int;
+        tracing::debug!(?args, "initialising EAL");
         // SAFETY: argv is a NULL-terminated array of `argc` valid C strings
         // owned by `owned`, which lives in the returned Eal (EAL may keep
         // pointers into it). EAL may permute the pointer array, which is ours.
@@ -288,6 +289,7 @@ impl EthPort {
         }
         // SAFETY: the port is started.
         let speed_mbps = unsafe { ffi::tg_link_speed_mbps(id) };
+        tracing::info!(port = id, %name, queues, rxd, txd, speed_mbps, "port started");
         Ok(EthPort {
             id,
             name,

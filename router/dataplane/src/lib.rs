@@ -12,10 +12,11 @@
 //! | [`config`] | `router.toml` (serde, unknown fields rejected) |
 //! | [`dataplane`] | the RX -> classify -> delay -> qdisc -> shaper -> TX loop |
 //! | [`l3`] | static routes, neighbours, ARP / NDP answers |
-//! | [`stats`] | snapshots, text table, Prometheus text, accounting |
+//! | [`stats`] | snapshots and their hand-over ([`stats::Published`]), text table, OpenMetrics text, accounting |
 //! | [`http`] | the Prometheus endpoint |
 //! | [`pcap`] | size-bounded capture |
 //! | [`synth`] | synthetic frames for net_null benchmarks and tests |
+//! | [`logging`] | the binaries' log output (tracing-subscriber on stderr, `RUST_LOG` / `-v`) |
 //!
 //! The `tollgate-router` binary (this crate) and `tollgate-dpdk-bench` use it
 //! as `tollgate_dataplane`. Everything that touches DPDK, threads or a clock
@@ -37,6 +38,8 @@ pub mod ffi;
 pub mod http;
 #[cfg(feature = "dpdk")]
 pub mod l3;
+#[cfg(feature = "dpdk")]
+pub mod logging;
 #[cfg(feature = "dpdk")]
 pub mod mbuf;
 #[cfg(feature = "dpdk")]

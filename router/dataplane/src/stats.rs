@@ -1,5 +1,7 @@
 //! Statistics: a snapshot of every device and egress pipeline, printed as a
-//! table, rendered as Prometheus text, and checked for exact accounting.
+//! table, rendered as Prometheus (OpenMetrics) text, and checked for exact
+//! accounting; and [`Published`], which hands snapshots from the
+//! forwarding loop to the threads that format them.
 //!
 //! Accounting (DESIGN.md decision 5), over the whole router:
 //! `rx = tx + dropped + queued`, where `rx` counts frames taken from RX
@@ -9,10 +11,21 @@
 //! `queued` the frames still inside the pipelines.
 
 use std::fmt::Write as _;
+use std::sync::{Arc, Condvar, Mutex};
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelValue, EncodeMetric, LabelValueEncoder,
+};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 use tollgate_cca::{Time, VariantId};
 use tollgate_router::packet::ParseStats;
 use tollgate_router::{Counters, DropReason};
+
+use crate::l3::NeighbourStats;
 
 /// Ingress drop reasons (before an egress pipeline).
 pub const INGRESS_REASONS: [&str; 4] = ["no_route", "not_ip", "ttl", "local"];
@@ -72,6 +85,8 @@ pub struct Snapshot {
     pub lanes: Vec<LaneSnap>,
     /// Free mbufs in the pool.
     pub pool_free: u64,
+    /// L3 mode: the neighbour table's counters.
+    pub neighbours: Option<NeighbourStats>,
 }
 
 /// The accounting totals.
@@ -139,6 +154,9 @@ impl Snapshot {
                 "dev {:<18} rx={:<12} rx_mpps={:<8.3} ingress_drops[no_route={} not_ip={} ttl={} local={}] hw[imissed={} ierrors={} oerrors={} rx_nombuf={}]",
                 d.name, d.rx, rate, d.ingress_drops[0], d.ingress_drops[1], d.ingress_drops[2], d.ingress_drops[3], d.hw[4], d.hw[5], d.hw[6], d.hw[7]
             );
+        }
+        if let Some(n) = &self.neighbours {
+            let _ = writeln!(s, "{}", n.line());
         }
         for (i, l) in self.lanes.iter().enumerate() {
             let p = prev.and_then(|p| p.lanes.get(i));
@@ -210,115 +228,397 @@ impl Snapshot {
         s
     }
 
-    /// Prometheus text exposition format (version 0.0.4).
+    /// The metrics in the OpenMetrics text format (which Prometheus
+    /// scrapes; served with [`OPENMETRICS_CONTENT_TYPE`]), encoded by
+    /// `prometheus-client`: `# HELP` and `# TYPE` for every family, counters
+    /// as counters (samples `NAME_total`), gauges as gauges, label values
+    /// escaped (`\\`, `\"`, `\n`), and `# EOF` at the end.
     pub fn render_prometheus(&self) -> String {
-        let mut s = String::new();
-        let t = self.totals();
-        let _ = writeln!(s, "# HELP tollgate_rx_packets_total Frames received by the router.\n# TYPE tollgate_rx_packets_total counter\ntollgate_rx_packets_total {}", t.rx);
-        let _ = writeln!(
-            s,
-            "# TYPE tollgate_tx_packets_total counter\ntollgate_tx_packets_total {}",
-            t.tx
-        );
-        let _ = writeln!(
-            s,
-            "# TYPE tollgate_dropped_packets_total counter\ntollgate_dropped_packets_total {}",
-            t.dropped
-        );
-        let _ = writeln!(
-            s,
-            "# TYPE tollgate_queued_packets gauge\ntollgate_queued_packets {}",
-            t.queued
-        );
-        let _ = writeln!(
-            s,
-            "# TYPE tollgate_mempool_free gauge\ntollgate_mempool_free {}",
-            self.pool_free
-        );
-        let _ = writeln!(s, "# TYPE tollgate_port_rx_packets_total counter");
-        for d in &self.devs {
-            let _ = writeln!(
-                s,
-                "tollgate_port_rx_packets_total{{port=\"{}\"}} {}",
-                d.name, d.rx
-            );
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotMetrics(self.clone())));
+        let mut out = String::new();
+        // Writing into a String cannot fail; an encoder error would leave a
+        // truncated body, which the scraper reports.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+}
+
+/// The `Content-Type` of [`Snapshot::render_prometheus`]'s output.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A label value written with the text format's escapes: backslash, double
+/// quote and newline become `\\`, `\"` and `\n`. (prometheus-client 0.24
+/// writes `&str` label values verbatim, so every label goes through this.)
+#[derive(Clone, Copy, Debug)]
+pub struct Escaped<'a>(pub &'a str);
+
+impl EncodeLabelValue for Escaped<'_> {
+    fn encode(&self, enc: &mut LabelValueEncoder) -> std::fmt::Result {
+        let mut rest = self.0;
+        while let Some(i) = rest.find(['\\', '"', '\n']) {
+            enc.write_str(&rest[..i])?;
+            enc.write_str(match rest.as_bytes()[i] {
+                b'\\' => "\\\\",
+                b'"' => "\\\"",
+                _ => "\\n",
+            })?;
+            rest = &rest[i + 1..];
         }
-        let _ = writeln!(s, "# TYPE tollgate_port_ingress_dropped_total counter");
-        for d in &self.devs {
-            for (r, n) in INGRESS_REASONS.iter().zip(d.ingress_drops) {
-                let _ = writeln!(
-                    s,
-                    "tollgate_port_ingress_dropped_total{{port=\"{}\",reason=\"{r}\"}} {n}",
-                    d.name
-                );
-            }
-        }
-        let _ = writeln!(s, "# TYPE tollgate_port_imissed_total counter");
-        for d in &self.devs {
-            let _ = writeln!(
-                s,
-                "tollgate_port_imissed_total{{port=\"{}\"}} {}",
-                d.name, d.hw[4]
-            );
-        }
-        let lane = |s: &mut String, name: &str, kind: &str, f: &dyn Fn(&LaneSnap) -> f64| {
-            let _ = writeln!(s, "# TYPE tollgate_egress_{name} {kind}");
-            for l in &self.lanes {
-                let _ = writeln!(
-                    s,
-                    "tollgate_egress_{name}{{port=\"{}\",discipline=\"{}\"}} {}",
-                    l.egress,
-                    l.discipline,
-                    f(l)
-                );
-            }
-        };
-        lane(&mut s, "received_packets_total", "counter", &|l| {
-            l.counters.received as f64
-        });
-        lane(&mut s, "tx_packets_total", "counter", &|l| l.tx_sent as f64);
-        lane(&mut s, "tx_bytes_total", "counter", &|l| {
-            l.counters.dequeued_bytes as f64
-        });
-        lane(&mut s, "tx_full_total", "counter", &|l| l.tx_full as f64);
-        lane(&mut s, "bypass_packets_total", "counter", &|l| {
-            l.bypass as f64
-        });
-        lane(&mut s, "marked_packets_total", "counter", &|l| {
-            l.counters.marked as f64
-        });
-        lane(&mut s, "queue_packets", "gauge", &|l| l.qlen as f64);
-        lane(&mut s, "queue_bytes", "gauge", &|l| l.qbytes as f64);
-        lane(&mut s, "in_flight_packets", "gauge", &|l| {
-            l.in_flight as f64
-        });
-        lane(&mut s, "shaper_rate_bps", "gauge", &|l| l.rate_bps);
-        let _ = writeln!(s, "# TYPE tollgate_egress_dropped_packets_total counter");
-        for l in &self.lanes {
-            for r in DropReason::ALL {
-                let _ = writeln!(
-                    s,
-                    "tollgate_egress_dropped_packets_total{{port=\"{}\",discipline=\"{}\",reason=\"{}\"}} {}",
-                    l.egress,
-                    l.discipline,
-                    r.name(),
-                    l.counters.dropped_for(r)
-                );
-            }
-        }
-        let _ = writeln!(s, "# TYPE tollgate_egress_variant_tx_bytes_total counter");
-        for l in &self.lanes {
-            for (v, &b) in l.variant_tx_bytes.iter().enumerate() {
-                if b > 0 {
-                    let name = VariantId::from_dscp(v as u8)
-                        .map(|v| v.to_string())
-                        .unwrap_or_default();
-                    let _ = writeln!(s, "tollgate_egress_variant_tx_bytes_total{{port=\"{}\",variant=\"{name}\"}} {b}", l.egress);
+        enc.write_str(rest)
+    }
+}
+
+type Labels<'a> = Vec<(&'a str, Escaped<'a>)>;
+
+/// One metric family's samples.
+enum Values<'a> {
+    Counter(Vec<(Labels<'a>, u64)>),
+    Gauge(Vec<(Labels<'a>, f64)>),
+}
+
+fn family(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    values: Values<'_>,
+) -> std::fmt::Result {
+    match values {
+        Values::Counter(v) => {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+            if let [(labels, x)] = v.as_slice() {
+                if labels.is_empty() {
+                    return ConstCounter::new(*x).encode(m);
                 }
             }
+            for (labels, x) in v {
+                ConstCounter::new(x).encode(m.encode_family(&labels)?)?;
+            }
         }
+        Values::Gauge(v) => {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            if let [(labels, x)] = v.as_slice() {
+                if labels.is_empty() {
+                    return ConstGauge::new(*x).encode(m);
+                }
+            }
+            for (labels, x) in v {
+                ConstGauge::new(x).encode(m.encode_family(&labels)?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `key="value",key2="value2"` (the label text of [`LaneSnap::gauges`],
+/// with `\\`, `\"`, `\n` escapes) as pairs; malformed text ends the list.
+pub fn parse_labels(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some((key, after)) = rest.split_once("=\"") else {
+            break;
+        };
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, c)) => value.push(c),
+                    None => break,
+                },
+                '"' => {
+                    end = Some(i + 1);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        let Some(end) = end else { break };
+        out.push((key.trim().trim_start_matches(',').trim().to_string(), value));
+        rest = after[end..].trim_start_matches(',').trim();
+    }
+    out
+}
+
+/// Help text of a discipline gauge (see `discipline_gauges` in dataplane.rs).
+fn gauge_help(name: &str) -> &'static str {
+    match name {
+        "rrmqs_index" => "RRMQS: the variant's index over the latest meter window.",
+        "rrmqs_main_packets" => "RRMQS: packets the variant put in the main queue in the latest window.",
+        "rrmqs_main_flows" => "RRMQS: distinct flows of the variant in the main queue in the latest window.",
+        "rrmqs_feedback" => "RRMQS: the feedback state in force for the variant (1 for the state named by the label).",
+        "rrmqs_jain" => "RRMQS: Jain's fairness index over the variants in the latest window.",
+        "cebinae_saturated" => "Cebinae: 1 if the port was saturated at the last reconfiguration.",
+        "cebinae_top_flows" => "Cebinae: flows classified top at the last reconfiguration.",
+        "cebinae_top_bytes" => "Cebinae: bytes the top flows sent over the last P rounds.",
+        "cebinae_top_rate_bps" => "Cebinae: rate installed for the top class, bit/s.",
+        "cebinae_bot_rate_bps" => "Cebinae: rate installed for the bottom class, bit/s.",
+        "red_average" => "RED: average queue length (EWMA).",
+        "red_max_p" => "RED: current max_p (changes under adaptive RED).",
+        _ => "Discipline gauge.",
+    }
+}
+
+/// A snapshot as a prometheus-client collector: every family is encoded
+/// from the snapshot's numbers at scrape time.
+#[derive(Debug)]
+struct SnapshotMetrics(Snapshot);
+
+fn lane_labels(l: &LaneSnap) -> Labels<'_> {
+    vec![
+        ("port", Escaped(&l.egress)),
+        ("discipline", Escaped(l.discipline)),
+    ]
+}
+
+impl Collector for SnapshotMetrics {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        use Values::{Counter, Gauge};
+        let s = &self.0;
+        let t = s.totals();
+        let enc = &mut enc;
+        let none = || Vec::new();
+        family(
+            enc,
+            "tollgate_rx_packets",
+            "Frames received by the router.",
+            Counter(vec![(none(), t.rx)]),
+        )?;
+        family(
+            enc,
+            "tollgate_tx_packets",
+            "Frames accepted by TX queues.",
+            Counter(vec![(none(), t.tx)]),
+        )?;
+        family(
+            enc,
+            "tollgate_dropped_packets",
+            "Frames dropped, every reason (ingress, discipline, delay line, TX queue full).",
+            Counter(vec![(none(), t.dropped)]),
+        )?;
+        family(
+            enc,
+            "tollgate_queued_packets",
+            "Frames inside the pipelines (delay lines, disciplines, TX slots).",
+            Gauge(vec![(none(), t.queued as f64)]),
+        )?;
+        family(
+            enc,
+            "tollgate_mempool_free",
+            "Free mbufs in the packet pool.",
+            Gauge(vec![(none(), s.pool_free as f64)]),
+        )?;
+        let dev = |f: &dyn Fn(&DevSnap) -> u64| -> Values<'_> {
+            Counter(
+                s.devs
+                    .iter()
+                    .map(|d| (vec![("port", Escaped(&d.name))], f(d)))
+                    .collect(),
+            )
+        };
+        family(
+            enc,
+            "tollgate_port_rx_packets",
+            "Frames received on the device.",
+            dev(&|d| d.rx),
+        )?;
+        family(
+            enc,
+            "tollgate_port_ingress_dropped",
+            "Frames dropped before any egress pipeline, by reason.",
+            Counter(
+                s.devs
+                    .iter()
+                    .flat_map(|d| {
+                        INGRESS_REASONS.iter().zip(d.ingress_drops).map(|(r, n)| {
+                            (vec![("port", Escaped(&d.name)), ("reason", Escaped(r))], n)
+                        })
+                    })
+                    .collect(),
+            ),
+        )?;
+        family(
+            enc,
+            "tollgate_port_imissed",
+            "Frames the device dropped because RX queues were full (device counter).",
+            dev(&|d| d.hw[4]),
+        )?;
+        family(
+            enc,
+            "tollgate_port_ierrors",
+            "Erroneous received frames (device counter).",
+            dev(&|d| d.hw[5]),
+        )?;
+        family(
+            enc,
+            "tollgate_port_oerrors",
+            "Failed transmissions (device counter).",
+            dev(&|d| d.hw[6]),
+        )?;
+        family(
+            enc,
+            "tollgate_port_rx_nombuf",
+            "RX mbuf allocation failures (device counter).",
+            dev(&|d| d.hw[7]),
+        )?;
+
+        let lc = |f: &dyn Fn(&LaneSnap) -> u64| -> Values<'_> {
+            Counter(s.lanes.iter().map(|l| (lane_labels(l), f(l))).collect())
+        };
+        let lg = |f: &dyn Fn(&LaneSnap) -> f64| -> Values<'_> {
+            Gauge(s.lanes.iter().map(|l| (lane_labels(l), f(l))).collect())
+        };
+        family(
+            enc,
+            "tollgate_egress_received_packets",
+            "Frames entering the egress pipeline.",
+            lc(&|l| l.counters.received),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_tx_packets",
+            "Frames accepted by the egress TX queue (pipeline and bypass).",
+            lc(&|l| l.tx_sent),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_tx_bytes",
+            "Bytes dequeued from the discipline to TX.",
+            lc(&|l| l.counters.dequeued_bytes),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_tx_full",
+            "Frames the TX queue refused (freed and counted as dropped).",
+            lc(&|l| l.tx_full),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_bypass_packets",
+            "Non-IP frames forwarded around the discipline.",
+            lc(&|l| l.bypass),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_marked_packets",
+            "Packets ECN-marked (CE) by the discipline.",
+            lc(&|l| l.counters.marked),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_queue_packets",
+            "Packets in the discipline.",
+            lg(&|l| l.qlen as f64),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_queue_bytes",
+            "Bytes in the discipline.",
+            lg(&|l| l.qbytes as f64),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_in_flight_packets",
+            "Packets in the delay line, discipline and TX slot.",
+            lg(&|l| l.in_flight as f64),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_shaper_rate_bps",
+            "Shaper rate, bit/s.",
+            lg(&|l| l.rate_bps),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_dropped_packets",
+            "Packets dropped in the egress pipeline, by reason.",
+            Counter(
+                s.lanes
+                    .iter()
+                    .flat_map(|l| {
+                        DropReason::ALL.into_iter().map(move |r| {
+                            let mut lab = lane_labels(l);
+                            lab.push(("reason", Escaped(r.name())));
+                            (lab, l.counters.dropped_for(r))
+                        })
+                    })
+                    .collect(),
+            ),
+        )?;
+        let names: Vec<String> = (0..64u8)
+            .map(|v| {
+                VariantId::from_dscp(v)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        family(
+            enc,
+            "tollgate_egress_variant_tx_bytes",
+            "Bytes transmitted per congestion-control variant (from DSCP or rules).",
+            Counter(
+                s.lanes
+                    .iter()
+                    .flat_map(|l| {
+                        l.variant_tx_bytes
+                            .iter()
+                            .zip(&names)
+                            .filter(|(&b, _)| b > 0)
+                            .map(|(&b, name)| {
+                                (
+                                    vec![("port", Escaped(&l.egress)), ("variant", Escaped(name))],
+                                    b,
+                                )
+                            })
+                    })
+                    .collect(),
+            ),
+        )?;
+        if let Some(n) = &s.neighbours {
+            family(
+                enc,
+                "tollgate_l3_neighbours",
+                "Entries in the L3 neighbour table, by kind.",
+                Gauge(vec![
+                    (vec![("kind", Escaped("static"))], n.statics as f64),
+                    (vec![("kind", Escaped("learned"))], n.learned as f64),
+                ]),
+            )?;
+            family(
+                enc,
+                "tollgate_l3_neighbours_expired",
+                "Learned neighbours removed after the timeout without refresh.",
+                Counter(vec![(Vec::new(), n.expired)]),
+            )?;
+            family(
+                enc,
+                "tollgate_l3_neighbour_refused",
+                "ARP / ND packets not learned from, by reason.",
+                Counter(vec![
+                    (
+                        vec![("reason", Escaped("table_full"))],
+                        n.refused_table_full,
+                    ),
+                    (
+                        vec![("reason", Escaped("not_for_us"))],
+                        n.refused_not_for_us,
+                    ),
+                    (vec![("reason", Escaped("off_link"))], n.refused_off_link),
+                ]),
+            )?;
+        }
+        // Discipline gauges: (suffix, label text, value) per lane.
+        let parsed: Vec<Vec<(String, String)>> = s
+            .lanes
+            .iter()
+            .flat_map(|l| l.gauges.iter().map(|(_, lab, _)| parse_labels(lab)))
+            .collect();
         let mut names: Vec<&str> = Vec::new();
-        for l in &self.lanes {
+        for l in &s.lanes {
             for (n, _, _) in &l.gauges {
                 if !names.contains(&n.as_str()) {
                     names.push(n);
@@ -326,14 +626,387 @@ impl Snapshot {
             }
         }
         for n in names {
-            let _ = writeln!(s, "# TYPE tollgate_{n} gauge");
-            for l in &self.lanes {
-                for (_, lab, v) in l.gauges.iter().filter(|g| g.0 == n) {
-                    let sep = if lab.is_empty() { "" } else { "," };
-                    let _ = writeln!(s, "tollgate_{n}{{port=\"{}\"{sep}{lab}}} {v}", l.egress);
+            let mut samples = Vec::new();
+            let mut k = 0;
+            for l in &s.lanes {
+                for (gn, _, v) in &l.gauges {
+                    if gn == n {
+                        let mut lab = vec![("port", Escaped(&l.egress))];
+                        lab.extend(parsed[k].iter().map(|(a, b)| (a.as_str(), Escaped(b))));
+                        samples.push((lab, *v));
+                    }
+                    k += 1;
                 }
             }
+            family(enc, &format!("tollgate_{n}"), gauge_help(n), Gauge(samples))?;
         }
-        s
+        Ok(())
+    }
+}
+
+/// The latest snapshot, handed from the forwarding loop to the threads
+/// that format it (the metrics endpoint, the stats printer).
+///
+/// The forwarding core calls [`Published::offer`] once per stats tick: a
+/// `try_lock` and a swap of two snapshots, so it never waits for a reader
+/// and allocates nothing; readers clone the snapshot under the lock and
+/// format outside it.
+#[derive(Debug, Default)]
+pub struct Published {
+    slot: Mutex<Slot>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    seq: u64,
+    snap: Snapshot,
+    closed: bool,
+}
+
+impl Published {
+    /// An empty slot.
+    pub fn new() -> Arc<Published> {
+        Arc::new(Published::default())
+    }
+
+    /// Forwarding core: swap `snap` in if no reader holds the lock (else
+    /// skip this tick). `snap` comes back holding the previous snapshot,
+    /// whose buffers the next tick reuses. Returns whether it was published.
+    pub fn offer(&self, snap: &mut Snapshot) -> bool {
+        let Ok(mut slot) = self.slot.try_lock() else {
+            return false;
+        };
+        std::mem::swap(&mut slot.snap, snap);
+        slot.seq += 1;
+        drop(slot);
+        self.changed.notify_all();
+        true
+    }
+
+    /// Publish `snap`, waiting for the lock (not for the forwarding loop).
+    pub fn publish(&self, snap: Snapshot) {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        slot.snap = snap;
+        slot.seq += 1;
+        drop(slot);
+        self.changed.notify_all();
+    }
+
+    /// The latest snapshot (empty before the first).
+    pub fn latest(&self) -> Snapshot {
+        self.slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .snap
+            .clone()
+    }
+
+    /// Wait until a snapshot newer than `seen` (a sequence number returned
+    /// before, 0 at first) is published, and return it with its number;
+    /// `None` once [`Published::close`] was called and nothing newer came.
+    pub fn wait_newer(&self, seen: u64) -> Option<(u64, Snapshot)> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if slot.seq > seen {
+                return Some((slot.seq, slot.snap.clone()));
+            }
+            if slot.closed {
+                return None;
+            }
+            slot = self.changed.wait(slot).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Wake every [`Published::wait_newer`] for good.
+    pub fn close(&self) {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.changed.notify_all();
+    }
+}
+
+/// A sample of [`check_exposition`]'s output: name, labels, value.
+pub type Sample = (String, Vec<(String, String)>, f64);
+
+/// Check that `text` is well-formed OpenMetrics / Prometheus text as the
+/// endpoint serves it, and return its samples: every sample's family has
+/// `# HELP` and `# TYPE` lines before it (a counter `NAME` has samples
+/// `NAME_total`), label values are quoted with only `\\`, `\"` and `\n`
+/// escapes, values are numbers, and the text ends with `# EOF`. Used by the
+/// tests; the error names the first offending line.
+pub fn check_exposition(text: &str) -> Result<Vec<Sample>, String> {
+    use std::collections::HashMap;
+    let mut help: HashMap<&str, ()> = HashMap::new();
+    let mut types: HashMap<&str, &str> = HashMap::new();
+    let mut samples = Vec::new();
+    let mut eof = false;
+    for (n, line) in text.lines().enumerate() {
+        let bad = |why: &str| format!("line {}: {why}: {line:?}", n + 1);
+        if eof {
+            return Err(bad("text after # EOF"));
+        }
+        if line == "# EOF" {
+            eof = true;
+        } else if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or_default();
+            help.insert(name, ());
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut it = rest.split(' ');
+            let (Some(name), Some(ty)) = (it.next(), it.next()) else {
+                return Err(bad("TYPE without a type"));
+            };
+            if !help.contains_key(name) {
+                return Err(bad("TYPE before HELP"));
+            }
+            types.insert(name, ty);
+        } else if line.starts_with('#') {
+            return Err(bad("unexpected comment"));
+        } else {
+            let name_end = line
+                .find(['{', ' '])
+                .ok_or_else(|| bad("sample without a value"))?;
+            let name = &line[..name_end];
+            let family = match types.get(name) {
+                Some(&"gauge") => name,
+                Some(t) => return Err(bad(&format!("sample named like a {t} family"))),
+                None => match name.strip_suffix("_total") {
+                    Some(f) if types.get(f) == Some(&"counter") => f,
+                    _ => return Err(bad("sample without # HELP / # TYPE")),
+                },
+            };
+            if !help.contains_key(family) {
+                return Err(bad("sample without # HELP"));
+            }
+            let (labels, value) = if line[name_end..].starts_with('{') {
+                let body = &line[name_end + 1..];
+                // Find the closing brace outside quotes.
+                let (mut quoted, mut esc, mut close) = (false, false, None);
+                for (i, c) in body.char_indices() {
+                    match (quoted, esc, c) {
+                        (true, true, 'n' | '"' | '\\') => esc = false,
+                        (true, true, _) => return Err(bad("bad escape in a label value")),
+                        (true, false, '\\') => esc = true,
+                        (true, false, '"') => quoted = false,
+                        (false, _, '"') => quoted = true,
+                        (false, _, '}') => {
+                            close = Some(i);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let close = close.ok_or_else(|| bad("unclosed label set"))?;
+                let labels = parse_labels(&body[..close]);
+                let pairs = body[..close].matches("=\"").count();
+                if labels.len() != pairs {
+                    return Err(bad("malformed label set"));
+                }
+                (labels, &body[close + 1..])
+            } else {
+                (Vec::new(), &line[name_end..])
+            };
+            let value = value
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| bad("value is not a number"))?;
+            samples.push((name.to_string(), labels, value));
+        }
+    }
+    if !eof {
+        return Err("no # EOF at the end".into());
+    }
+    Ok(samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WEIRD: &str = "net\"null\\0\nx";
+
+    fn snapshot() -> Snapshot {
+        let mut counters = Counters {
+            received: 10,
+            dequeued: 7,
+            dequeued_bytes: 700,
+            ..Counters::default()
+        };
+        counters.on_drop(DropReason::Overlimit, 64);
+        let mut variant_tx_bytes = vec![0; 64];
+        variant_tx_bytes[1] = 500;
+        Snapshot {
+            at: Time::from_nanos(1_000_000_000),
+            devs: vec![DevSnap {
+                name: WEIRD.into(),
+                rx: 10,
+                ingress_drops: [1, 0, 0, 0],
+                hw: [0, 0, 0, 0, 3, 0, 0, 0],
+            }],
+            lanes: vec![LaneSnap {
+                egress: WEIRD.into(),
+                discipline: "rrmqs",
+                rate_bps: 1e8,
+                counters,
+                in_flight: 2,
+                qlen: 2,
+                qbytes: 128,
+                tx_sent: 7,
+                variant_tx_bytes,
+                gauges: vec![
+                    (
+                        "rrmqs_index".into(),
+                        "variant=\"taxed(newreno)\"".into(),
+                        0.5,
+                    ),
+                    (
+                        "rrmqs_feedback".into(),
+                        "variant=\"cubic\",state=\"Normal\"".into(),
+                        1.0,
+                    ),
+                    ("rrmqs_jain".into(), String::new(), 0.9),
+                ],
+                ..LaneSnap::default()
+            }],
+            pool_free: 1000,
+            neighbours: Some(NeighbourStats {
+                learned: 3,
+                statics: 1,
+                refused_not_for_us: 5000,
+                ..NeighbourStats::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let mut r = Registry::default();
+        #[derive(Debug)]
+        struct One;
+        impl Collector for One {
+            fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+                family(
+                    &mut enc,
+                    "x",
+                    "X.",
+                    Values::Gauge(vec![(vec![("dev", Escaped(WEIRD))], 1.0)]),
+                )
+            }
+        }
+        r.register_collector(Box::new(One));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &r).unwrap();
+        assert!(out.contains(r#"x{dev="net\"null\\0\nx"} 1.0"#), "{out}");
+        assert_eq!(
+            parse_labels(r#"a="1\"2",b="x\\y\nz""#),
+            [
+                ("a".to_string(), "1\"2".to_string()),
+                ("b".to_string(), "x\\y\nz".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn prometheus_text_parses_with_help_type_and_escaped_labels() {
+        let text = snapshot().render_prometheus();
+        let samples = check_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let get = |name: &str, want: &[(&str, &str)]| {
+            samples
+                .iter()
+                .find(|(n, l, _)| {
+                    n == name
+                        && want
+                            .iter()
+                            .all(|(k, v)| l.iter().any(|(a, b)| a == k && b == v))
+                })
+                .map(|s| s.2)
+                .unwrap_or_else(|| panic!("no {name} {want:?} in\n{text}"))
+        };
+        // Names as before; counters are counters, gauges gauges.
+        assert!(
+            text.contains("# TYPE tollgate_rx_packets counter"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE tollgate_egress_queue_packets gauge"));
+        assert!(text.contains("# HELP tollgate_egress_tx_packets "));
+        assert_eq!(get("tollgate_rx_packets_total", &[]), 10.0);
+        assert_eq!(
+            get("tollgate_egress_tx_packets_total", &[("port", WEIRD)]),
+            7.0
+        );
+        assert_eq!(
+            get(
+                "tollgate_egress_dropped_packets_total",
+                &[
+                    ("port", WEIRD),
+                    ("discipline", "rrmqs"),
+                    ("reason", "overlimit")
+                ]
+            ),
+            1.0
+        );
+        assert_eq!(get("tollgate_port_imissed_total", &[("port", WEIRD)]), 3.0);
+        assert_eq!(
+            get(
+                "tollgate_rrmqs_index",
+                &[("port", WEIRD), ("variant", "taxed(newreno)")]
+            ),
+            0.5
+        );
+        assert_eq!(
+            get(
+                "tollgate_rrmqs_feedback",
+                &[("variant", "cubic"), ("state", "Normal")]
+            ),
+            1.0
+        );
+        assert_eq!(get("tollgate_rrmqs_jain", &[("port", WEIRD)]), 0.9);
+        assert_eq!(get("tollgate_l3_neighbours", &[("kind", "learned")]), 3.0);
+        assert_eq!(
+            get(
+                "tollgate_l3_neighbour_refused_total",
+                &[("reason", "not_for_us")]
+            ),
+            5000.0
+        );
+        assert_eq!(
+            get("tollgate_egress_variant_tx_bytes_total", &[("port", WEIRD)]),
+            500.0
+        );
+        // The raw text carries the escapes, never a bare quote or newline
+        // inside a value.
+        assert!(text.contains(r#"port="net\"null\\0\nx""#), "{text}");
+    }
+
+    #[test]
+    fn exposition_checker_rejects_what_scrapers_reject() {
+        let ok = "# HELP a A.\n# TYPE a counter\na_total 1\n# EOF\n";
+        assert!(check_exposition(ok).is_ok());
+        for bad in [
+            "a_total 1\n# EOF\n",                                   // no HELP/TYPE
+            "# HELP a A.\n# TYPE a counter\na_total 1\n",           // no EOF
+            "# HELP a A.\n# TYPE a gauge\na{x=\"\"\"} 1\n# EOF\n",  // bare quote
+            "# HELP a A.\n# TYPE a gauge\na{x=\"\\q\"} 1\n# EOF\n", // bad escape
+            "# HELP a A.\n# TYPE a gauge\na{x=\"1\"} one\n# EOF\n", // value
+        ] {
+            assert!(check_exposition(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn offer_swaps_without_waiting_and_readers_see_the_latest() {
+        let p = Published::new();
+        assert_eq!(p.latest().devs.len(), 0);
+        let mut s = snapshot();
+        assert!(p.offer(&mut s));
+        assert_eq!(s.devs.len(), 0, "the old (empty) snapshot comes back");
+        assert_eq!(p.latest().devs[0].rx, 10);
+        let (seq, got) = p.wait_newer(0).unwrap();
+        assert_eq!((seq, got.pool_free), (1, 1000));
+        // A reader holding the lock makes the forwarding core skip, not wait.
+        let guard = p.slot.lock().unwrap();
+        assert!(!p.offer(&mut s));
+        drop(guard);
+        p.close();
+        assert!(p.wait_newer(1).is_none());
     }
 }

@@ -17,6 +17,7 @@ fn two_null_ports(discipline: &str, extra_port0: &str) -> String {
     format!(
         r#"
 stats_interval = "0s"
+hash_seed = 1
 [[ports]]
 device = "net_null0"
 peer = "net_null1"
@@ -131,6 +132,7 @@ fn net_ring_loopback_carries_real_frames() {
     }
     let cfg = r#"
 stats_interval = "0s"
+hash_seed = 1
 [[ports]]
 device = "net_null0"
 peer = "net_ring0"
@@ -190,6 +192,7 @@ fn l3_rewrites_macs_decrements_ttl_and_captures_pcap() {
         r#"
 mode = "l3"
 stats_interval = "0s"
+hash_seed = 1
 [[ports]]
 device = "net_null0"
 ipv4 = "198.18.255.254/16"
@@ -228,6 +231,12 @@ snaplen = 64
     );
     assert!(
         num(&run.lane("net_null1"), "tx_sent") > 1000,
+        "{}",
+        run.stdout
+    );
+    // The neighbour table's counters are in the final report.
+    assert!(
+        run.stdout.contains("neighbours static=1 learned=0 "),
         "{}",
         run.stdout
     );
@@ -312,6 +321,24 @@ fn prometheus_endpoint_serves_counters() {
     }
     let body = fetch.join().unwrap().expect("metrics served while running");
     assert!(body.starts_with("HTTP/1.1 200 OK"));
+    assert!(
+        body.contains("Content-Type: application/openmetrics-text"),
+        "{body}"
+    );
+    // The body is well-formed exposition text: HELP and TYPE for every
+    // sample's family, escaped labels, numeric values, # EOF.
+    let (_, text) = body.split_once("\r\n\r\n").expect("HTTP head and body");
+    let samples = tollgate_dataplane::stats::check_exposition(text)
+        .unwrap_or_else(|e| panic!("not valid exposition text: {e}\n{text}"));
+    assert!(samples.len() > 20, "{text}");
+    assert!(
+        text.contains("# TYPE tollgate_egress_tx_packets counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE tollgate_cebinae_top_flows gauge"),
+        "{text}"
+    );
     assert!(
         body.contains(
             "tollgate_egress_dropped_packets_total{port=\"net_null1\",discipline=\"cebinae\""

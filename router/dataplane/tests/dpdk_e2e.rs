@@ -27,6 +27,7 @@ fn measure(
     let cfg = format!(
         r#"
 stats_interval = "0s"
+hash_seed = 1
 drain_timeout = "500ms"
 [[ports]]
 device = "net_af_packet0"

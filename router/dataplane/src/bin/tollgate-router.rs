@@ -1,4 +1,4 @@
-//! `tollgate-router --config router.toml [--duration 10s] [--quiet] -- <EAL args>`
+//! `tollgate-router --config router.toml [--duration 10s] [--quiet] [-v...] -- <EAL args>`
 //!
 //! The DPDK dataplane: forwards between the configured ports through the
 //! library's per-egress pipeline (delay line, discipline, shaper), prints
@@ -11,73 +11,74 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use clap::{ArgAction, Parser};
 
 use tollgate_dataplane::config::{parse_duration, RouterConfig};
 use tollgate_dataplane::dataplane::{install_signal_handlers, Router, STOP};
 use tollgate_dataplane::eal::Eal;
-use tollgate_dataplane::stats::Snapshot;
+use tollgate_dataplane::stats::{Published, Snapshot};
 
-const USAGE: &str = "usage: tollgate-router --config router.toml [--duration 10s] [--quiet] -- <DPDK EAL args>\n\
-    example (no NICs): tollgate-router --config router.toml -- -l 0 --no-huge --no-pci -m 512 --vdev net_null0 --vdev net_null1\n\
-    config reference: router/DPDK.md";
+/// What `--help` prints after the options.
+const AFTER_HELP: &str = "\
+Everything after `--` is passed to DPDK's EAL unchanged.
 
+Example on virtual devices (no NICs, no hugepages; as root):
+  tollgate-router --config router.toml --duration 10s -- \\
+      -l 0 --no-huge --no-pci -m 512 --vdev net_null0 --vdev net_null1
+
+Configuration reference (every key of router.toml, examples for veth and
+real NICs, metric names): router/DPDK.md in the Tollgate source tree.
+
+Logging: warnings by default; -v info, -vv debug, -vvv trace. RUST_LOG
+(e.g. RUST_LOG=tollgate_dataplane=debug), when set, takes precedence over -v.
+
+Exit codes:
+  0  ok
+  2  bad command line or config (the message names the option or field)
+  3  EAL or port failure (the message says what to change)
+  4  packet accounting mismatch (rx != tx + dropped + queued)";
+
+/// The DPDK dataplane of the Tollgate router.
+///
+/// Forwards packets between DPDK ports through the router library's
+/// per-egress pipeline (classify, delay line, queue discipline, shaper),
+/// prints statistics periodically, serves them as Prometheus metrics, and
+/// on SIGINT/SIGTERM (or after --duration) drains the queues, prints the
+/// final statistics and checks the accounting rx = tx + dropped + queued.
+#[derive(Parser, Debug)]
+#[command(name = "tollgate-router", version, after_help = AFTER_HELP)]
 struct Args {
+    /// The router configuration (TOML; reference: router/DPDK.md).
+    #[arg(short, long, value_name = "FILE")]
     config: String,
+    /// Stop by itself after this long, e.g. 10s, 500ms, 2m (overrides
+    /// `duration` in the config).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     duration: Option<Duration>,
+    /// Do not print the periodic statistics table (the final report is
+    /// still printed).
+    #[arg(short, long)]
     quiet: bool,
+    /// More log output on stderr: -v info, -vv debug, -vvv trace.
+    #[arg(short, long, action = ArgAction::Count)]
+    verbose: u8,
+    /// DPDK EAL arguments, after `--` (e.g. -l 0 --no-huge --no-pci
+    /// --vdev net_null0 --vdev net_null1).
+    #[arg(last = true, value_name = "EAL_ARGS")]
     eal: Vec<String>,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut it = std::env::args().skip(1);
-    let mut config = None;
-    let mut duration = None;
-    let mut quiet = false;
-    let mut eal = Vec::new();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--config" | "-c" => config = Some(it.next().ok_or("--config needs a file")?),
-            "--duration" => {
-                let d = it.next().ok_or("--duration needs a value like 10s")?;
-                duration = Some(parse_duration(&d).map_err(|e| format!("--duration: {e}"))?);
-            }
-            "--quiet" | "-q" => quiet = true,
-            "--help" | "-h" => return Err(String::new()),
-            "--" => {
-                eal.extend(it.by_ref());
-            }
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (EAL arguments go after `--`)"
-                ))
-            }
-        }
-    }
-    let config = config.ok_or("--config is required")?;
-    Ok(Args {
-        config,
-        duration,
-        quiet,
-        eal,
-    })
-}
-
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("error: {e}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // clap prints the error with a usage line and exits 2 (0 for --help
+    // and --version).
+    let args = Args::parse();
+    tollgate_dataplane::logging::init(args.verbose);
     let cfg = match RouterConfig::load(&args.config) {
         Ok(c) => c,
         Err(e) => {
+            tracing::debug!(config = %args.config, "config rejected");
             eprintln!("config error: {e}");
             return ExitCode::from(2);
         }
@@ -104,10 +105,16 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         }
     };
     println!(
-        "tollgate-router: mode={:?} tsc_hz={} ports={}",
+        "tollgate-router: mode={:?} tsc_hz={} ports={} hash_seed={} ({})",
         cfg.mode,
         router.clock.hz(),
-        router.devs.len()
+        router.devs.len(),
+        router.hash_seed,
+        if cfg.hash_seed.is_some() {
+            "configured"
+        } else {
+            "random; set `hash_seed` in the config to repeat this run"
+        }
     );
     for (d, l) in router.devs.iter().zip(&router.lanes) {
         let m = d.eth.mac;
@@ -127,10 +134,12 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
             l.rate_bps / 1e6
         );
     }
-    let prom = Arc::new(Mutex::new(String::new()));
+    // The forwarding loop only publishes numbers; the metrics thread and
+    // the printer thread below format them.
+    let published = Published::new();
     let http = match &cfg.prometheus {
         None => None,
-        Some(addr) => match tollgate_dataplane::http::serve(addr, prom.clone()) {
+        Some(addr) => match tollgate_dataplane::http::serve(addr, published.clone()) {
             Ok(h) => {
                 println!("  prometheus: http://{addr}/metrics");
                 Some(h)
@@ -150,17 +159,36 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         .filter(|d| !d.is_zero());
     // Prometheus needs fresh numbers even when printing is off.
     let tick = interval.or(cfg.prometheus.as_ref().map(|_| Duration::from_secs(1)));
-    let mut prev: Option<Snapshot> = None;
     let quiet = args.quiet || interval.is_none();
-    router.run(until, tick, |snap| {
-        if !quiet {
-            print!("{}", snap.render_text(prev.as_ref()));
-        }
-        if let Ok(mut t) = prom.lock() {
-            *t = snap.render_prometheus();
-        }
-        prev = Some(snap.clone());
+    // The periodic table, printed off the forwarding core; it returns the
+    // last snapshot it printed, the base of the final table's rates.
+    let printer = (!quiet).then(|| {
+        let published = published.clone();
+        std::thread::Builder::new()
+            .name("tollgate-stats".into())
+            .spawn(move || {
+                let (mut seen, mut prev) = (0, None::<Snapshot>);
+                while let Some((seq, snap)) = published.wait_newer(seen) {
+                    print!("{}", snap.render_text(prev.as_ref()));
+                    seen = seq;
+                    prev = Some(snap);
+                }
+                prev
+            })
     });
+    let printer = match printer.transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot start the stats printer thread: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    router.run(until, tick, |snap| {
+        published.offer(snap);
+    });
+    tracing::info!("forwarding loop stopped; draining");
+    published.close();
+    let prev = printer.and_then(|p| p.join().ok()).flatten();
     let stopped_by = if STOP.load(Ordering::Relaxed) {
         "signal"
     } else {
@@ -170,9 +198,7 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     router.drain(drain);
     let now = router.clock.now();
     let snap = router.snapshot(now);
-    if let Ok(mut t) = prom.lock() {
-        *t = snap.render_prometheus();
-    }
+    published.publish(snap.clone());
     println!("=== final stats (stopped by {stopped_by}) ===");
     print!("{}", snap.render_text(prev.as_ref()));
     for l in &snap.lanes {
@@ -219,5 +245,68 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     } else {
         eprintln!("error: packet accounting mismatch: rx != tx + dropped + queued");
         ExitCode::from(4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn eal_arguments_follow_the_double_dash() {
+        let a = Args::try_parse_from([
+            "tollgate-router",
+            "-c",
+            "r.toml",
+            "--duration",
+            "2s",
+            "-vv",
+            "--",
+            "-l",
+            "0",
+            "--vdev",
+            "net_null0",
+        ])
+        .unwrap();
+        assert_eq!(a.config, "r.toml");
+        assert_eq!(a.duration, Some(Duration::from_secs(2)));
+        assert_eq!(a.verbose, 2);
+        assert_eq!(a.eal, ["-l", "0", "--vdev", "net_null0"]);
+    }
+
+    #[test]
+    fn bad_command_lines_name_the_problem_and_exit_2() {
+        let e = Args::try_parse_from(["tollgate-router", "--duration", "10"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("no unit"), "{e}");
+        // EAL arguments before `--`: the message names the argument and
+        // tells where it goes.
+        let e =
+            Args::try_parse_from(["tollgate-router", "-c", "r.toml", "--vdev", "x"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("--vdev"), "{e}");
+        assert!(e.to_string().contains("-- --vdev"), "{e}");
+        let e = Args::try_parse_from(["tollgate-router"]).unwrap_err();
+        assert!(e.to_string().contains("--config"), "{e}");
+    }
+
+    #[test]
+    fn help_teaches_example_reference_and_exit_codes() {
+        let h = Args::command().render_long_help().to_string();
+        for want in [
+            "--no-huge",
+            "router/DPDK.md",
+            "Exit codes",
+            "-vv",
+            "--vdev net_null0",
+        ] {
+            assert!(h.contains(want), "{want} missing from --help:\n{h}");
+        }
     }
 }
