@@ -19,6 +19,10 @@ mod cli_sim;
 #[derive(Debug, Parser)]
 #[command(name = "tollgate", version, about, long_about = None)]
 struct Cli {
+    /// Log more on stderr: -v info, -vv debug, -vvv trace (default: warnings).
+    /// `RUST_LOG` (e.g. `RUST_LOG=tollgate_transport=debug`) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -36,6 +40,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tollgate_transport::logging::init(cli.verbose);
     let result = match cli.command {
         Command::Cca(command) => cli_cca::run(command).map(|()| ExitCode::SUCCESS),
         Command::Sim(args) => cli_sim::sim(args),

@@ -20,8 +20,6 @@ use tollgate_transport::bulk::{BulkClient, Mode, Request};
 use tollgate_transport::tls;
 use tollgate_transport::{ConnectionOptions, Driver, EndpointOptions};
 
-mod common;
-
 #[derive(Parser, Debug)]
 struct Args {
     /// Server address.
@@ -62,7 +60,7 @@ struct Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    common::init_logging(args.verbose);
+    tollgate_transport::logging::init(args.verbose);
     let size = match (args.size, args.duration) {
         (None, None) => Some(10_000_000),
         (s, _) => s,

@@ -21,8 +21,6 @@ use tollgate_transport::{
     App, ConnReport, ConnectionOptions, Driver, Endpoint, EndpointOptions, Event,
 };
 
-mod common;
-
 #[derive(Parser, Debug)]
 struct Args {
     /// Address to listen on.
@@ -98,7 +96,7 @@ fn print_report(r: &ConnReport) {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    common::init_logging(args.verbose);
+    tollgate_transport::logging::init(args.verbose);
     let crypto = match (&args.cert, &args.key) {
         (Some(cert), Some(key)) => tls::server_crypto_from_pem(cert, key)?,
         _ => {

@@ -15,6 +15,7 @@
 //! | [`driver`] | the mio event loop: one thread, one socket, one endpoint |
 //! | [`impair`] | loss/reordering socket wrapper for tests |
 //! | [`tls`] | rustls (ring) configs, self-signed certificates, PEM loading |
+//! | [`logging`] | the binaries' stderr log subscriber (`RUST_LOG` or `-v`) |
 //! | `quiche_peer` | feature `quiche`: quiche client and server speaking the bulk protocol, the reference peer |
 //!
 //! Only [`driver`] reads the clock. The emulator drives [`Endpoint`] (and any
@@ -100,6 +101,7 @@ pub mod bulk;
 pub mod driver;
 pub mod endpoint;
 pub mod impair;
+pub mod logging;
 pub mod pacing;
 #[cfg(feature = "quiche")]
 pub mod quiche_peer;

@@ -81,6 +81,10 @@ pub struct RouterConfig {
     /// L3 static neighbours.
     #[serde(default)]
     pub neighbours: Vec<NeighbourConfig>,
+    /// L3: a learned neighbour not refreshed for this long is forgotten.
+    /// Default "5m" (static neighbours never are).
+    #[serde(default = "d_neighbour_timeout")]
+    pub neighbour_timeout: String,
     /// Packet capture.
     #[serde(default)]
     pub pcap: Option<PcapConfig>,
@@ -100,6 +104,9 @@ fn d_stats() -> String {
 }
 fn d_drain() -> String {
     "2s".into()
+}
+fn d_neighbour_timeout() -> String {
+    "5m".into()
 }
 fn d_true() -> bool {
     true
@@ -403,6 +410,14 @@ impl RouterConfig {
             .map_err(|e| problem(format!("`stats_interval`: {e}")))?;
         parse_duration(&self.drain_timeout)
             .map_err(|e| problem(format!("`drain_timeout`: {e}")))?;
+        let t = parse_duration(&self.neighbour_timeout)
+            .map_err(|e| problem(format!("`neighbour_timeout`: {e}")))?;
+        if t < Duration::from_secs(1) {
+            return Err(problem(format!(
+                "`neighbour_timeout` = {:?} must be at least 1s",
+                self.neighbour_timeout
+            )));
+        }
         if let Some(d) = &self.duration {
             parse_duration(d).map_err(|e| problem(format!("`duration`: {e}")))?;
         }
@@ -734,5 +749,24 @@ mod tests {
         assert!(text("0").is_err());
         assert!(text("20Tbit").is_err());
         assert!(parse_rate(&Rate::Number(1e14)).is_err());
+    }
+
+    #[test]
+    fn neighbour_timeout_is_a_duration_of_at_least_a_second() {
+        let ports = "[[ports]]\ndevice = \"a\"\npeer = \"a\"\n";
+        let c = RouterConfig::parse(ports).unwrap();
+        assert_eq!(
+            parse_duration(&c.neighbour_timeout),
+            Ok(Duration::from_secs(300))
+        );
+        let c = RouterConfig::parse(&format!("neighbour_timeout = \"30s\"\n{ports}")).unwrap();
+        assert_eq!(c.neighbour_timeout, "30s");
+        let e = RouterConfig::parse(&format!("neighbour_timeout = \"10ms\"\n{ports}")).unwrap_err();
+        assert!(
+            e.0.contains("neighbour_timeout") && e.0.contains("1s"),
+            "{e}"
+        );
+        let e = RouterConfig::parse(&format!("neighbour_timeout = \"soon\"\n{ports}")).unwrap_err();
+        assert!(e.0.contains("neighbour_timeout"), "{e}");
     }
 }

@@ -22,8 +22,9 @@
 //!   addressed to it only refresh entries that exist.
 //! - The sender must be a unicast address inside the receiving port's
 //!   subnet (or IPv6 link-local), else `refused_off_link`.
-//! - Learned entries not refreshed for [`NEIGHBOUR_TIMEOUT`] are removed by
-//!   a sweep that runs at most every `NEIGHBOUR_TIMEOUT / 8`, when a new
+//! - Learned entries not refreshed for `neighbour_timeout` (router.toml,
+//!   default [`NEIGHBOUR_TIMEOUT_DEFAULT`]) are removed by
+//!   a sweep that runs at most every `neighbour_timeout / 8`, when a new
 //!   neighbour is about to be learned (until then an old entry stays usable,
 //!   like Linux's STALE state). A full table refuses new neighbours
 //!   (`refused_table_full`) rather than evicting live ones, so a flood can
@@ -38,7 +39,7 @@ use std::time::Duration;
 use tollgate_cca::Time;
 use tollgate_router::packet::{checksum_adjust, internet_checksum};
 
-use crate::config::{parse_mac, parse_prefix, Mode, RouterConfig};
+use crate::config::{parse_duration, parse_mac, parse_prefix, Mode, RouterConfig};
 use crate::mbuf::Mbuf;
 
 /// A frame the L3 code reads, rewrites in place, or replaces (NDP answers):
@@ -83,9 +84,10 @@ impl FrameBuf for Vec<u8> {
 /// Learned-neighbour capacity.
 pub const MAX_NEIGHBOURS: usize = 4096;
 
-/// Learned neighbours not refreshed for this long are removed (5 minutes,
-/// the order of Linux's neighbour garbage collection).
-pub const NEIGHBOUR_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default of `neighbour_timeout`: learned neighbours not refreshed for
+/// this long are removed (5 minutes, the order of Linux's neighbour garbage
+/// collection). The `d_neighbour_timeout` default of router.toml says the same.
+pub const NEIGHBOUR_TIMEOUT_DEFAULT: Duration = Duration::from_secs(300);
 
 /// Neighbour-table counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,7 +96,7 @@ pub struct NeighbourStats {
     pub learned: u64,
     /// Static entries.
     pub statics: u64,
-    /// Learned entries removed after [`NEIGHBOUR_TIMEOUT`] without refresh.
+    /// Learned entries removed after `neighbour_timeout` without refresh.
     pub expired: u64,
     /// New neighbours refused because the table was full.
     pub refused_table_full: u64,
@@ -192,7 +194,8 @@ impl L3 {
         let mut l3 = L3 {
             enabled: true,
             macs: macs.to_vec(),
-            timeout: NEIGHBOUR_TIMEOUT,
+            // Checked by RouterConfig::parse.
+            timeout: parse_duration(&cfg.neighbour_timeout)?,
             ..L3::default()
         };
         l3.neighbours.reserve(MAX_NEIGHBOURS + cfg.neighbours.len());
@@ -708,7 +711,7 @@ mac = "02:00:00:00:00:02"
         let (m7, ip7) = host(7);
         l3.forward(0, &mut arp(1, m7, ip7, [10, 0, 0, 1]), t1);
         // Static neighbours never age out.
-        let late = T0 + NEIGHBOUR_TIMEOUT + Duration::from_secs(5);
+        let late = T0 + NEIGHBOUR_TIMEOUT_DEFAULT + Duration::from_secs(5);
         l3.forward(0, &mut newcomer(), late);
         let s = l3.neighbour_stats();
         assert_eq!(s.learned, 2, "{s:?}");

@@ -1,5 +1,6 @@
 //! Log output of the binaries: a `tracing-subscriber` fmt subscriber on
-//! stderr.
+//! stderr. (`tollgate_transport::logging` is the same for the binaries that
+//! link the transport; this crate does not, so keep the two in step.)
 //!
 //! The filter is `RUST_LOG` when it is set (EnvFilter syntax, e.g.
 //! `RUST_LOG=tollgate_dataplane=debug,warn`), otherwise the `-v` count:
