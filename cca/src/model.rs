@@ -338,8 +338,12 @@ impl Model {
                 ),
                 Some(link) => {
                     if self.queue_bytes + mss > link.buffer_bytes {
-                        let drain =
-                            Duration::from_secs_f64(self.queue_bytes as f64 * 8.0 / link.rate_bps);
+                        // A user-given rate can be tiny (`1e-300bit`): saturate
+                        // instead of panicking on an unrepresentable drain time.
+                        let drain = Duration::try_from_secs_f64(
+                            self.queue_bytes as f64 * 8.0 / link.rate_bps,
+                        )
+                        .unwrap_or(Duration::MAX);
                         self.schedule(now + base_rtt + drain, Event::Lost { flow: i, sent: now });
                     } else {
                         self.queue.push_back((i, pn, now));
@@ -442,5 +446,32 @@ impl Model {
         }
         let next = self.now + self.sample_interval;
         self.schedule(next, Event::Sample);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{build, Env};
+
+    #[test]
+    fn a_vanishingly_slow_bottleneck_saturates_instead_of_panicking() {
+        let flow = FlowSetup {
+            cca: build("newreno", &Env::default()).unwrap(),
+            base_rtt: Duration::from_millis(10),
+            start: Time::ZERO,
+            mss: 1200,
+            loss: LossPattern::None,
+            receive_window: 1 << 20,
+        };
+        let bottleneck = Bottleneck {
+            rate_bps: 1e-300,
+            buffer_bytes: 2400,
+        };
+        let mut model = Model::new(vec![flow], Some(bottleneck), Duration::from_millis(100));
+        model.run_until(Time::from_millis(500));
+        // Two packets fill the buffer; the third is dropped with a drain time
+        // too long for a `Duration`.
+        assert!(model.totals(0).sent >= 3);
     }
 }
