@@ -71,6 +71,7 @@
 use std::time::Duration;
 
 use crate::registry::{Algorithm, Env};
+use crate::rng::{self, SimRng};
 use crate::spec::{Args, Kind, Param, SpecError};
 use crate::{
     Ack, AckBatch, CongestionControl, CongestionEvent, CongestionKind, SentPacket, StatValue,
@@ -323,7 +324,7 @@ pub struct Bbr {
     conservation_round: u64,
     lost_pending: u64,
     lost_since_ack: bool,
-    rng: u64,
+    rng: SimRng,
 }
 
 impl Bbr {
@@ -369,7 +370,7 @@ impl Bbr {
             conservation_round: 0,
             lost_pending: 0,
             lost_since_ack: false,
-            rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
+            rng: rng::seeded(config.seed),
         };
         // No RTT yet: assume 1 ms (draft: nominal bandwidth InitialCwnd / 1ms).
         bbr.pacing_rate = config.high_gain * bbr.init_cwnd as f64 / 1e-3;
@@ -412,16 +413,6 @@ impl Bbr {
             1 => self.config.drain_probe_gain,
             _ => 1.0,
         }
-    }
-
-    fn next_random(&mut self) -> u64 {
-        // xorshift64*
-        let mut x = self.rng.max(1);
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
     /// `gain * BDP + 3 mss` in bytes (the initial window before any estimate).
@@ -503,7 +494,7 @@ impl Bbr {
         self.mode = BbrMode::ProbeBw;
         self.pacing_gain = 1.0;
         self.cwnd_gain = self.config.cwnd_gain;
-        let r = (self.next_random() % (CYCLE_LEN as u64 - 1)) as usize;
+        let r = rng::below(&mut self.rng, CYCLE_LEN as u64 - 1) as usize;
         self.cycle_index = CYCLE_LEN - 1 - r;
         self.advance_cycle_phase(now);
     }

@@ -101,7 +101,7 @@ impl CapProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::SplitMix64;
+    use crate::rng::{self, SimRng};
 
     /// A 100 Mbit/s narrow link, 20 ms base RTT, 1200-byte packets. Each packet
     /// of a pair independently sees random queueing (0-5 ms) with probability
@@ -113,11 +113,11 @@ mod tests {
         let bytes = 1200u64;
         let base = Duration::from_millis(20);
         let transmit = Duration::from_secs_f64(bytes as f64 * 8.0 / capacity);
-        let mut rng = SplitMix64::new(7);
+        let mut rng = rng::seeded(7);
         let mut probe = CapProbe::new(0.01);
-        let noise = |rng: &mut SplitMix64| {
-            if rng.next_f64() < 0.7 {
-                Duration::from_secs_f64(rng.next_f64() * 0.005)
+        let noise = |rng: &mut SimRng| {
+            if rng::chance(rng, 0.7) {
+                Duration::from_secs_f64(rng::uniform_f64(rng) * 0.005)
             } else {
                 Duration::ZERO
             }

@@ -28,7 +28,9 @@
 //! Algorithms are built from spec strings such as `taxed(cubic, tau=0.025)` by
 //! the [`registry`]; see [`registry::ALGORITHMS`] for every name, parameter and
 //! default. [`model`] holds a small deterministic bottleneck model used by the
-//! tests and by `tollgate cca trace`.
+//! tests and by `tollgate cca trace`. [`rng`] is the one seeded random
+//! generator (xoshiro256++) that the algorithms, the model, the router and the
+//! transport draw from.
 //!
 //! ## Units
 //! Windows and byte counts are bytes; rates are bytes per second; time is
@@ -52,6 +54,7 @@ pub mod libra;
 pub mod model;
 pub mod newreno;
 pub mod registry;
+pub mod rng;
 pub mod scalable;
 pub mod spec;
 pub mod taxed;

@@ -26,35 +26,11 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
+use crate::rng::{self, SimRng};
 use crate::time::duration_nanos;
 use crate::{
     Ack, AckBatch, CongestionControl, CongestionEvent, CongestionKind, RttSample, SentPacket, Time,
 };
-
-/// SplitMix64: a tiny, seedable, reproducible PRNG.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number in `[0, 1)`.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// Scripted losses for one flow, on top of any bottleneck drops.
 #[derive(Clone, Debug, PartialEq)]
@@ -151,7 +127,7 @@ struct Flow {
     srtt: Option<Duration>,
     min_rtt: Duration,
     latest_rtt: Duration,
-    rng: SplitMix64,
+    rng: SimRng,
     next_periodic_loss: Time,
     totals: FlowTotals,
     delivered_at_sample: u64,
@@ -207,7 +183,7 @@ impl Model {
                 srtt: None,
                 min_rtt: Duration::MAX,
                 latest_rtt: Duration::ZERO,
-                rng: SplitMix64::new(seed),
+                rng: rng::seeded(seed),
                 totals: FlowTotals::default(),
                 delivered_at_sample: 0,
                 setup,
@@ -313,7 +289,7 @@ impl Model {
             let scripted_loss = match flow.setup.loss {
                 LossPattern::None => false,
                 LossPattern::EveryNth(n) => n > 0 && (pn + 1).is_multiple_of(n),
-                LossPattern::Random { p, .. } => flow.rng.next_f64() < p,
+                LossPattern::Random { p, .. } => rng::chance(&mut flow.rng, p),
                 LossPattern::Periodic(period) => {
                     let due = now >= flow.next_periodic_loss && !period.is_zero();
                     while due && flow.next_periodic_loss <= now {
@@ -338,8 +314,12 @@ impl Model {
                 ),
                 Some(link) => {
                     if self.queue_bytes + mss > link.buffer_bytes {
-                        let drain =
-                            Duration::from_secs_f64(self.queue_bytes as f64 * 8.0 / link.rate_bps);
+                        // A user-given rate can be tiny (`1e-300bit`): saturate
+                        // instead of panicking on an unrepresentable drain time.
+                        let drain = Duration::try_from_secs_f64(
+                            self.queue_bytes as f64 * 8.0 / link.rate_bps,
+                        )
+                        .unwrap_or(Duration::MAX);
                         self.schedule(now + base_rtt + drain, Event::Lost { flow: i, sent: now });
                     } else {
                         self.queue.push_back((i, pn, now));
@@ -442,5 +422,32 @@ impl Model {
         }
         let next = self.now + self.sample_interval;
         self.schedule(next, Event::Sample);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{build, Env};
+
+    #[test]
+    fn a_vanishingly_slow_bottleneck_saturates_instead_of_panicking() {
+        let flow = FlowSetup {
+            cca: build("newreno", &Env::default()).unwrap(),
+            base_rtt: Duration::from_millis(10),
+            start: Time::ZERO,
+            mss: 1200,
+            loss: LossPattern::None,
+            receive_window: 1 << 20,
+        };
+        let bottleneck = Bottleneck {
+            rate_bps: 1e-300,
+            buffer_bytes: 2400,
+        };
+        let mut model = Model::new(vec![flow], Some(bottleneck), Duration::from_millis(100));
+        model.run_until(Time::from_millis(500));
+        // Two packets fill the buffer; the third is dropped with a drain time
+        // too long for a `Duration`.
+        assert!(model.totals(0).sent >= 3);
     }
 }

@@ -173,6 +173,22 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_duration_parameter_is_an_error_naming_the_parameter() {
+        let env = Env::default();
+        for (spec, part) in [
+            ("ledbat(target=1e20s)", "target=1e20s"),
+            ("westwood(min_interval=1e20s)", "min_interval=1e20s"),
+            ("taxed(newreno, rtt_scale=1e20s)", "rtt_scale=1e20s"),
+            ("htcp(delta_l=1e308min)", "delta_l=1e308min"),
+        ] {
+            let e = build(spec, &env).map(|_| ()).unwrap_err();
+            assert_eq!(e.part, part, "{spec}: {e}");
+            assert!(e.message.contains("out of range"), "{spec}: {e}");
+            assert!(e.to_string().contains(part), "{spec}: {e}");
+        }
+    }
+
+    #[test]
     fn variant_ids_and_names_are_unique() {
         for (i, a) in ALGORITHMS.iter().enumerate() {
             for b in &ALGORITHMS[i + 1..] {

@@ -16,6 +16,9 @@ fn split_number(text: &str) -> Option<(f64, &str)> {
 }
 
 /// Parse a duration: `1s`, `25ms`, `100us`, `500ns`, `2min`; a bare number is seconds.
+///
+/// Negative, non-finite and too-long values (more than [`Duration::MAX`],
+/// 18446744073709551615 s) are errors, never panics.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (value, unit) = split_number(text)
         .ok_or_else(|| format!("`{text}` is not a duration; write e.g. 25ms, 1s, 100us"))?;
@@ -35,7 +38,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if secs < 0.0 {
         return Err(format!("`{text}` is negative; a duration must be >= 0"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        format!(
+            "`{text}` is out of range; the longest duration is {}s (about 5.8e11 years)",
+            Duration::MAX.as_secs()
+        )
+    })
 }
 
 /// Parse a rate into bits per second: `100Mbit`, `10Gbps`, `1.5Mbit/s`, `9600bit`.
@@ -117,6 +125,33 @@ mod tests {
             .contains("unknown time unit"));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn huge_or_non_finite_durations_are_errors_not_panics() {
+        for text in [
+            "1e20s",
+            "1e20",
+            "1e18min",
+            "1e308min",
+            "18446744073709551616s",
+        ] {
+            let e = parse_duration(text).unwrap_err();
+            assert!(e.contains("out of range"), "{text}: {e}");
+            assert!(e.contains("18446744073709551615s"), "{text}: {e}");
+        }
+        for text in ["inf s", "inf", "NaN", "nan s", "1e400s", "-inf"] {
+            assert!(parse_duration(text).is_err(), "{text}");
+        }
+        // The largest durations that fit still parse.
+        assert_eq!(
+            parse_duration("1e19s").unwrap(),
+            Duration::from_secs(10_000_000_000_000_000_000)
+        );
+        assert_eq!(
+            parse_duration("1e6min").unwrap(),
+            Duration::from_secs(60_000_000)
+        );
     }
 
     #[test]

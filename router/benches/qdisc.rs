@@ -12,17 +12,18 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use tollgate_cca::rng;
 use tollgate_cca::Time;
 use tollgate_router::cebinae::CebinaeConfig;
-use tollgate_router::rng::{mix64, Rng};
+use tollgate_router::flow::mix64;
 use tollgate_router::rrmqs::THESIS_VARIANTS;
 use tollgate_router::{AnyQdisc, DisciplineConfig, PacketMeta, Qdisc};
 
 fn packets(flows: u64) -> Vec<PacketMeta> {
-    let mut rng = Rng::new(99);
+    let mut rng = rng::seeded(99);
     (0..(1 << 16))
         .map(|_| {
-            let f = rng.below(flows);
+            let f = rng::below(&mut rng, flows);
             PacketMeta {
                 len: 64,
                 flow_hash: mix64(f),

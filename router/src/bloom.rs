@@ -8,7 +8,7 @@
 //! undercount by about `(1 - e^{-kn/m})^k`. The bit array is allocated once;
 //! [`Bloom::clear`] resets it (RRMQS does so every window).
 
-use crate::rng::mix64;
+use crate::flow::mix64;
 
 /// A Bloom filter over 64-bit keys.
 #[derive(Clone, Debug)]

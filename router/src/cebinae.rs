@@ -44,9 +44,9 @@ use std::time::Duration;
 use tollgate_cca::time::duration_nanos;
 use tollgate_cca::Time;
 
+use crate::flow::mix64;
 use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
 use crate::ring::Fifo;
-use crate::rng::mix64;
 
 const NAME: &str = "cebinae";
 const TOP: usize = 0;

@@ -15,7 +15,21 @@
 //! selection (as Linux uses seeded jhash/siphash for the same purpose).
 
 use crate::packet::FlowKey;
-use crate::rng::mix64;
+
+/// Stafford's "Mix13" 64-bit finaliser, the output function of SplitMix64
+/// (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
+/// OOPSLA 2014; constants from D. Stafford, "Better bit mixing", 2011).
+///
+/// A bijection of `u64` with full avalanche: every input bit flips each output
+/// bit with probability about 1/2. Used as a hash mixer (here, in
+/// [`crate::bloom`] and [`crate::cebinae`]), not as a random generator; random
+/// draws come from [`tollgate_cca::rng`].
+#[inline]
+pub const fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
 
 /// A seeded hash of 5-tuples.
 #[derive(Clone, Copy, Debug)]

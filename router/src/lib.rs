@@ -3,7 +3,8 @@
 //! Packet handling and the fairness-enforcing queue disciplines, as a plain
 //! Rust library shared by the DPDK dataplane and the virtual-time emulator.
 //! No DPDK here, no clock reads, no threads: every call carries `now`
-//! ([`tollgate_cca::Time`]), all randomness comes from seeded generators, and
+//! ([`tollgate_cca::Time`]), all randomness comes from seeded generators
+//! ([`tollgate_cca::rng::SimRng`], one per discipline), and
 //! every queue and per-flow table has a capacity fixed at construction.
 //!
 //! A router port is `classify -> delay -> discipline -> shaper -> TX`
@@ -14,7 +15,7 @@
 //! | module | what | source |
 //! |---|---|---|
 //! | [`packet`] | Ethernet/802.1Q/IPv4/IPv6/UDP/TCP parsing, ECN marking | RFC 791, 8200, 768, 9293, 3168 |
-//! | [`flow`] | seeded 5-tuple hash | SplitMix64 finaliser |
+//! | [`flow`] | seeded 5-tuple hash; [`flow::mix64`] hash mixer | SplitMix64 finaliser (Steele, Lea & Flood 2014) |
 //! | [`classify`] | variant from rules or DSCP | DESIGN.md decision 4 |
 //! | [`qdisc`] | discipline and packet-handle traits, verdicts, counters, config errors | |
 //! | [`ring`] | fixed-capacity FIFO and CHOKe's ring with holes | Linux `sch_choke` |
@@ -29,7 +30,6 @@
 //! | [`port`] | the port pipeline | |
 //! | [`discipline_config`] | the discipline configuration: one TOML shape (`discipline = "red"` plus its keys) for every front end | `router/README.md` |
 //! | [`any_qdisc`] | every discipline in one enum, static dispatch | |
-//! | [`rng`] | seeded SplitMix64 | Steele, Lea & Flood 2014 |
 //!
 //! Parameters, defaults and sources of every discipline: `router/README.md`.
 
@@ -47,7 +47,6 @@ pub mod port;
 pub mod qdisc;
 pub mod red;
 pub mod ring;
-pub mod rng;
 pub mod rrmqs;
 pub mod shaper;
 

@@ -44,7 +44,7 @@ use tollgate_cca::Time;
 
 use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
 use crate::ring::Fifo;
-use crate::rng::Rng;
+use tollgate_cca::rng::{self, SimRng};
 
 const NAME: &str = "red";
 
@@ -191,7 +191,7 @@ pub struct RedCore {
     idle_since: Option<Time>,
     next_adapt: Option<Time>,
     packet_time_ns: f64,
-    rng: Rng,
+    rng: SimRng,
 }
 
 impl RedCore {
@@ -205,7 +205,7 @@ impl RedCore {
             idle_since: Some(Time::ZERO),
             next_adapt: None,
             packet_time_ns: f64::from(cfg.mean_pkt_bytes) * 8.0 * 1e9 / cfg.link_rate_bps,
-            rng: Rng::new(cfg.seed),
+            rng: rng::seeded(cfg.seed),
         }
     }
 
@@ -220,7 +220,7 @@ impl RedCore {
     }
 
     /// The random generator (CHOKe draws its victim from it).
-    pub fn rng(&mut self) -> &mut Rng {
+    pub fn rng(&mut self) -> &mut SimRng {
         &mut self.rng
     }
 
@@ -282,7 +282,7 @@ impl RedCore {
         } else {
             p_b / denom
         };
-        if self.rng.chance(p_a) {
+        if rng::chance(&mut self.rng, p_a) {
             self.count = 0;
             RedDecision::Early
         } else {

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 
 use crate::qdisc::PacketHandle;
-use crate::rng::Rng;
+use tollgate_cca::rng::{self, SimRng};
 
 /// A bounded FIFO of packets.
 #[derive(Debug)]
@@ -177,14 +177,14 @@ impl<P: PacketHandle> HoleRing<P> {
 
     /// A random occupied position: up to three uniform probes over the span,
     /// then the head (always occupied). `None` when empty.
-    pub fn random_index(&self, rng: &mut Rng) -> Option<usize> {
+    pub fn random_index(&self, rng: &mut SimRng) -> Option<usize> {
         if self.live == 0 {
             return None;
         }
         for _ in 0..3 {
             let i = self
                 .head
-                .wrapping_add(rng.below(self.span() as u64) as usize);
+                .wrapping_add(rng::below(rng, self.span() as u64) as usize);
             if self.slots[i & self.mask].is_some() {
                 return Some(i);
             }
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn hole_ring_keeps_order_and_compacts() {
         let mut r = HoleRing::with_limit(4);
-        let mut rng = Rng::new(1);
+        let mut rng = rng::seeded(1);
         let mut next = 0;
         let mut expect = std::collections::VecDeque::new();
         // Many rounds of push / random remove / pop: order of survivors is FIFO.

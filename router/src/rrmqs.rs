@@ -41,9 +41,10 @@ use tollgate_cca::time::duration_nanos;
 use tollgate_cca::{Time, VariantId};
 
 use crate::bloom::Bloom;
+use crate::flow::mix64;
 use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
 use crate::ring::Fifo;
-use crate::rng::{mix64, Rng};
+use tollgate_cca::rng::{self, SimRng};
 
 const NAME: &str = "rrmqs";
 const NONE: u8 = u8::MAX;
@@ -275,7 +276,7 @@ pub struct Rrmqs<P> {
     window_ns: u64,
     idle_ns: u64,
     latest: MeterWindow,
-    rng: Rng,
+    rng: SimRng,
     counters: Counters,
 }
 
@@ -320,7 +321,7 @@ impl<P: PacketHandle> Rrmqs<P> {
                 variants: config.variants.iter().map(empty).collect(),
                 ..MeterWindow::default()
             },
-            rng: Rng::new(config.seed),
+            rng: rng::seeded(config.seed),
             counters: Counters::default(),
             cfg: config.clone(),
         })
@@ -534,7 +535,8 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
 
     fn dequeue(&mut self, now: Time) -> Option<P> {
         self.advance(now);
-        let measuring_first = self.probability > 0.0 && self.rng.chance(self.probability);
+        let measuring_first =
+            self.probability > 0.0 && rng::chance(&mut self.rng, self.probability);
         let p = if measuring_first {
             self.dequeue_measuring().or_else(|| self.dequeue_main())
         } else {

@@ -38,7 +38,7 @@ const FLOWS: u64 = 1_000_000;
 fn packet(i: u64) -> PacketMeta {
     PacketMeta {
         len: 64,
-        flow_hash: tollgate_router::rng::mix64(i),
+        flow_hash: tollgate_router::flow::mix64(i),
         variant: VariantId::from_dscp((i % 16) as u8).unwrap(),
         tag: i,
         ..PacketMeta::default()

@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use quinn_proto::{ConnectionHandle, Dir, StreamId};
+use tollgate_cca::rng::{self, Rng as _};
 
 use crate::driver::App;
 use crate::endpoint::{CloseReason, ConnectionOptions, Endpoint, Event, StreamError};
@@ -34,7 +35,13 @@ pub const MAGIC: &[u8; 4] = b"TGB1";
 /// Request length in bytes.
 pub const REQUEST_LEN: usize = 21;
 /// Period of the data pattern (a prime, so misplaced data is detected).
+///
+/// One period is the first `PATTERN_PERIOD` bytes drawn from
+/// [`tollgate_cca::rng::seeded`] with seed [`PATTERN_SEED`], each 64-bit draw
+/// written little-endian.
 pub const PATTERN_PERIOD: usize = 65_521;
+/// Seed of the generator that produces the data pattern.
+pub const PATTERN_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Application error code for protocol violations.
 pub const PROTOCOL_ERROR: u32 = 1;
 /// Most bytes handed to quinn-proto per write call.
@@ -103,17 +110,11 @@ impl Request {
 fn pattern() -> &'static [u8] {
     static TABLE: OnceLock<Vec<u8>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rng = rng::seeded(PATTERN_SEED);
         let mut one = Vec::with_capacity(PATTERN_PERIOD);
         while one.len() < PATTERN_PERIOD {
-            // splitmix64
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
             let take = (PATTERN_PERIOD - one.len()).min(8);
-            one.extend_from_slice(&z.to_le_bytes()[..take]);
+            one.extend_from_slice(&rng.next_u64().to_le_bytes()[..take]);
         }
         let mut two = one.clone();
         two.extend_from_slice(&one);

@@ -7,6 +7,8 @@
 use std::io;
 use std::net::SocketAddr;
 
+use tollgate_cca::rng::{self, SimRng};
+
 use crate::driver::DatagramSocket;
 use crate::udp::RecvMeta;
 
@@ -16,7 +18,7 @@ pub struct Impaired<S> {
     inner: S,
     loss: f64,
     reorder: f64,
-    rng: u64,
+    rng: SimRng,
     held: Option<(SocketAddr, Vec<u8>, u8)>,
     /// Datagrams dropped.
     pub dropped: u64,
@@ -34,7 +36,7 @@ impl<S: DatagramSocket> Impaired<S> {
             inner,
             loss,
             reorder,
-            rng: seed | 1,
+            rng: rng::seeded(seed),
             held: None,
             dropped: 0,
             reordered: 0,
@@ -42,20 +44,12 @@ impl<S: DatagramSocket> Impaired<S> {
         }
     }
 
-    fn uniform(&mut self) -> f64 {
-        // xorshift64*
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     fn send_one(&mut self, dest: SocketAddr, data: &[u8], tos: u8) -> io::Result<()> {
-        if self.uniform() < self.loss {
+        if rng::chance(&mut self.rng, self.loss) {
             self.dropped += 1;
             return Ok(());
         }
-        if self.held.is_none() && self.uniform() < self.reorder {
+        if self.held.is_none() && rng::chance(&mut self.rng, self.reorder) {
             self.held = Some((dest, data.to_vec(), tos));
             return Ok(());
         }

@@ -10,7 +10,7 @@ use tollgate_router::{DropReason, PacketMeta, Qdisc};
 
 use tollgate_cca::Time;
 
-use tollgate_router::rng::Rng;
+use tollgate_cca::rng;
 
 use crate::common::{assert_accounting, flow_hash, run_cbr, tick_arrivals, Source};
 
@@ -46,7 +46,7 @@ fn run(
     let mut reports: Vec<ReconfigReport> = Vec::new();
     let mut delivered = vec![0u64; srcs.len()];
     let mut departures = Vec::new();
-    let mut rng = Rng::new(11);
+    let mut rng = rng::seeded(11);
     for tick in 0..ticks {
         for (at, p) in tick_arrivals(srcs, tick, TICK_NS, &mut rng) {
             let _ = q.enqueue(p, at);

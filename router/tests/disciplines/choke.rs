@@ -1,11 +1,11 @@
 //! CHOKe: matched pairs are dropped together; a responsive low-rate flow keeps
 //! a far larger share against an unresponsive flow than under DropTail.
 
+use tollgate_cca::rng;
 use tollgate_cca::Time;
 use tollgate_router::choke::{Choke, ChokeConfig};
 use tollgate_router::droptail::{DropTail, DropTailConfig, Limit};
 use tollgate_router::red::RedConfig;
-use tollgate_router::rng::Rng;
 use tollgate_router::{DropReason, PacketMeta, Qdisc, Verdict};
 
 use crate::common::{assert_accounting, pkt};
@@ -81,7 +81,7 @@ fn aimd_share<Q: Qdisc<PacketMeta>>(q: &mut Q, udp_rate: f64, cap: f64) -> f64 {
     let mut loss = false;
     let (mut got_tcp, mut got_all) = (0u64, 0u64);
     let tick_ns = 80_000;
-    let mut rng = Rng::new(5);
+    let mut rng = rng::seeded(5);
     for tick in 0..40_000u64 {
         let now = Time::from_nanos(tick * tick_ns);
         acc_udp += udp_rate;
@@ -95,7 +95,7 @@ fn aimd_share<Q: Qdisc<PacketMeta>>(q: &mut Q, udp_rate: f64, cap: f64) -> f64 {
             }
         };
         // Random order inside the tick, so neither flow always arrives first.
-        if rng.chance(0.5) {
+        if rng::chance(&mut rng, 0.5) {
             offer(UDP, &mut acc_udp, &mut loss);
             offer(TCP, &mut acc_tcp, &mut loss);
         } else {

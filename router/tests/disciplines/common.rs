@@ -1,9 +1,9 @@
 //! Helpers shared by the discipline tests.
 #![allow(dead_code)]
 
+use tollgate_cca::rng::{self, SimRng};
 use tollgate_cca::{Time, VariantId};
 use tollgate_router::packet::Ecn;
-use tollgate_router::rng::Rng;
 use tollgate_router::{PacketMeta, Qdisc};
 
 /// A packet of `flow` (the flow hash is derived from the index).
@@ -34,7 +34,7 @@ pub fn ect(flow: u64, len: u32) -> PacketMeta {
 
 /// Distinct, well-spread hashes for flow indices.
 pub fn flow_hash(flow: u64) -> u64 {
-    tollgate_router::rng::mix64(flow.wrapping_add(0x1234_5678))
+    tollgate_router::flow::mix64(flow.wrapping_add(0x1234_5678))
 }
 
 /// Exact accounting check.
@@ -91,14 +91,14 @@ pub fn tick_arrivals(
     sources: &mut [Source],
     tick: u64,
     tick_ns: u64,
-    rng: &mut Rng,
+    rng: &mut SimRng,
 ) -> Vec<(Time, PacketMeta)> {
     let mut out = Vec::new();
     for s in sources.iter_mut() {
         s.acc += s.rate;
         while s.acc >= 1.0 {
             s.acc -= 1.0;
-            let at = Time::from_nanos(tick * tick_ns + rng.below(tick_ns - 1));
+            let at = Time::from_nanos(tick * tick_ns + rng::below(rng, tick_ns - 1));
             out.push((
                 at,
                 PacketMeta {
@@ -126,7 +126,7 @@ pub fn run_cbr<Q: Qdisc<PacketMeta>>(
         delivered: vec![0; sources.len()],
         ..Outcome::default()
     };
-    let mut rng = Rng::new(11);
+    let mut rng = rng::seeded(11);
     for tick in 0..ticks {
         for (at, p) in tick_arrivals(sources, tick, tick_ns, &mut rng) {
             let _ = q.enqueue(p, at);

@@ -189,13 +189,13 @@ pub fn run(
 ) -> anyhow::Result<RunData> {
     let net = topology::build(s)?;
     let crypto = Crypto::new()?;
-    let mut seeder = tollgate_cca::model::SplitMix64::new(s.seed ^ 0xe9d9_0000);
+    let mut seeder = tollgate_cca::rng::seeded(s.seed ^ 0xe9d9_0000);
     let mut hosts = Vec::new();
     for (i, f) in net.flows.iter().enumerate() {
         for client in [true, false] {
             let mut seed = [0u8; 32];
             for chunk in seed.chunks_mut(8) {
-                chunk.copy_from_slice(&seeder.next_u64().to_le_bytes());
+                chunk.copy_from_slice(&tollgate_cca::rng::Rng::next_u64(&mut seeder).to_le_bytes());
             }
             let addr = if client { f.client } else { f.server };
             hosts.push(Host::new(addr, i as u32, seed, &crypto, client)?);

@@ -14,7 +14,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use tollgate_cca::model::SplitMix64;
+use tollgate_cca::rng::{self, Rng as _, SimRng};
 use tollgate_cca::VariantId;
 use tollgate_router::classify::{Prefix, Rule};
 
@@ -75,17 +75,17 @@ fn addr(left: bool, i: usize, port: u16) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(ip), port)
 }
 
-fn draw(rng: &mut SplitMix64, d: Draw) -> f64 {
+fn draw(rng: &mut SimRng, d: Draw) -> f64 {
     match d {
         Draw::Fixed(x) => x,
-        Draw::Uniform(lo, hi) => lo + (hi - lo) * rng.next_f64(),
+        Draw::Uniform(lo, hi) => lo + (hi - lo) * rng::uniform_f64(rng),
     }
 }
 
 /// Instantiate flows and links.
 pub fn build(s: &Scenario) -> anyhow::Result<Network> {
-    let mut rng = SplitMix64::new(s.seed ^ 0x5eed_f10e);
-    let hash_seed = SplitMix64::new(s.seed ^ 0x4a54_0001).next_u64();
+    let mut rng = rng::seeded(s.seed ^ 0x5eed_f10e);
+    let hash_seed = rng::seeded(s.seed ^ 0x4a54_0001).next_u64();
     let delay_ns = (s.bottleneck_delay_s * 1e9).round() as u64;
     let config = s
         .router
@@ -103,7 +103,7 @@ pub fn build(s: &Scenario) -> anyhow::Result<Network> {
                 Some(mean) => {
                     let base = draw(&mut rng, g.start_s[0]);
                     if k > 0 {
-                        let u = rng.next_f64().max(1e-12);
+                        let u = rng::uniform_f64(&mut rng).max(1e-12);
                         arrival += -mean * u.ln();
                     }
                     base + arrival
