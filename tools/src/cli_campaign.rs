@@ -272,7 +272,7 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut stopped = 0usize;
     if !todo.is_empty() {
         install_stop_handler()?;
-        let exe = std::env::current_exe().context("cannot find the tollgate binary itself")?;
+        let exe = self_exe()?;
         let bar = ProgressBar::with_draw_target(
             Some(c.runs.len() as u64),
             if !a.quiet && std::io::stderr().is_terminal() {
@@ -384,11 +384,25 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// This very binary, for the child runs. On Linux `/proc/self/exe`: it names
+/// the file this process was started from even after that path has been
+/// replaced (a `cargo build` during a long campaign), so every run of a
+/// campaign uses the same code; elsewhere the path of the executable.
+fn self_exe() -> anyhow::Result<PathBuf> {
+    let proc = Path::new("/proc/self/exe");
+    if proc.exists() {
+        return Ok(proc.to_path_buf());
+    }
+    std::env::current_exe().context("cannot find the tollgate binary itself")
+}
+
 /// Run `tollgate sim FILE --run-index I` as a child process and wait for it.
 fn run_child(exe: &Path, a: &RunArgs, index: usize) -> Ended {
     use std::os::unix::process::CommandExt as _;
     let mut cmd = Command::new(exe);
-    cmd.arg("sim")
+    // `ps` shows `tollgate sim ...` rather than `/proc/self/exe sim ...`.
+    cmd.arg0("tollgate")
+        .arg("sim")
         .arg(&a.file.scenario)
         .arg("--run-index")
         .arg(index.to_string())
