@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use clap::Args;
+use tollgate_tools::campaign::Campaign;
 use tollgate_tools::{experiment, plot, results, scenario};
 
 /// Exit code of a run stopped by a signal (128 + SIGINT, as a shell reports it).
@@ -30,9 +31,21 @@ pub struct SimArgs {
     /// Results root; the run writes `<out>/<name>/`.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Override the scenario's seed.
-    #[arg(long)]
+    /// Run with this one seed instead of the file's `seed`/`seeds` (results in
+    /// `<out>/<name>/`, as without `seeds`).
+    #[arg(long, conflicts_with = "seeds", value_name = "SEED")]
     pub seed: Option<u64>,
+    /// Replicate every sweep point over seeds 1..=N (overrides the file's
+    /// `seed`/`seeds`): runs go to `<out>/<name>/<point>/seed-<s>/`, and the
+    /// mean and 95 % confidence interval of every summary metric per point are
+    /// printed and written to `<out>/<name>/campaign.json`.
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<u64>,
+    /// Run only run number I of the file's sweep points x seeds (point-major,
+    /// seed-minor; `tollgate campaign plan FILE` lists them) into
+    /// `<out>/<name>/<point>/seed-<s>/`: what a cluster's job-array task runs.
+    #[arg(long, value_name = "I")]
+    pub run_index: Option<usize>,
     /// Print nothing but errors (no table, no progress bar).
     #[arg(long, short)]
     pub quiet: bool,
@@ -89,29 +102,53 @@ pub fn sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         for r in &mut plan.runs {
             r.seed = seed;
         }
+        plan.seeds = None;
+    }
+    if let Some(n) = args.seeds {
+        plan.set_seed_count(n)?;
     }
     if args.check {
         if !args.quiet {
+            let n = plan.run_count();
             println!(
                 "{}: ok ({} run{}, {} flows)",
                 args.scenario.display(),
-                plan.runs.len(),
-                if plan.runs.len() == 1 { "" } else { "s" },
+                n,
+                if n == 1 { "" } else { "s" },
                 plan.runs[0].flow_count()
             );
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let opts = experiment::Options {
+        out: args.out,
+        quiet: args.quiet,
+        plots: !args.no_plots,
+    };
+    if let Some(index) = args.run_index {
+        let c = Campaign::new(&plan)?;
+        // Out of range: an error before anything is written.
+        c.scenario(index)?;
+        install_stop_handler()?;
+        let r = experiment::run_index(&c, index, &opts, &STOP)?;
+        return Ok(if r.partial {
+            ExitCode::from(EXIT_INTERRUPTED)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    if plan.seeds.is_some() {
+        let c = Campaign::new(&plan)?;
+        install_stop_handler()?;
+        let outcome = experiment::run_replicated(&c, &opts, &STOP)?;
+        return Ok(if outcome.stopped {
+            ExitCode::from(EXIT_INTERRUPTED)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
     install_stop_handler()?;
-    let outcome = experiment::run_plan(
-        &plan,
-        &experiment::Options {
-            out: args.out,
-            quiet: args.quiet,
-            plots: !args.no_plots,
-        },
-        &STOP,
-    )?;
+    let outcome = experiment::run_plan(&plan, &opts, &STOP)?;
     Ok(if outcome.stopped {
         ExitCode::from(EXIT_INTERRUPTED)
     } else {

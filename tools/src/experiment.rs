@@ -7,6 +7,12 @@
 //! or SIGTERM): the point being simulated ends at the virtual time reached
 //! and is written as usual, marked partial; later sweep points are not run
 //! ([`Outcome`]).
+//!
+//! A file with replicated seeds runs as a campaign ([`run_replicated`]):
+//! every sweep point once per seed, into `<out>/<name>/<point>/seed-<s>/`,
+//! then the mean and 95 % confidence interval of every summary metric per
+//! point (`campaign.json`). [`run_index`] runs one numbered run of such a
+//! campaign (`tollgate sim --run-index`).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -15,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::campaign::{self, Campaign, Merged};
 use crate::results::{self, Results};
 use crate::scenario::{Plan, Scenario};
 use crate::{plot, sim};
@@ -137,20 +144,7 @@ pub fn run_plan(plan: &Plan, opts: &Options, stop: &AtomicBool) -> anyhow::Resul
         }
         if !opts.quiet {
             print!("{}", results::table(&r));
-            let secs = timing.wall.as_secs_f64();
-            let simulated = if r.partial {
-                format!("{:.1}", r.reached_s)
-            } else {
-                s.duration_s.to_string()
-            };
-            println!(
-                "wall time {:.2} s for {simulated} s simulated ({:.1}x real time), {} packets, {:.0} packets/s; results in {}",
-                secs,
-                r.reached_s / secs.max(1e-9),
-                timing.packets,
-                timing.packets as f64 / secs.max(1e-9),
-                dir.display()
-            );
+            println!("{}", timing_line(s, &r, timing, &dir));
             println!();
         }
         all.push(r);
@@ -230,4 +224,138 @@ pub fn run_plan(plan: &Plan, opts: &Options, stop: &AtomicBool) -> anyhow::Resul
 /// A run's name in messages: its sweep point, or the scenario name.
 fn point_name(s: &Scenario) -> String {
     s.sweep_point.clone().unwrap_or_else(|| s.name.clone())
+}
+
+/// What [`run_replicated`] did.
+#[derive(Debug)]
+pub struct Replicated {
+    /// The statistics over every finished run (also in `campaign.json`).
+    pub merged: Merged,
+    /// The campaign was stopped before it finished.
+    pub stopped: bool,
+}
+
+/// Run number `index` of a campaign into `<out>/<name>/<point>/seed-<s>/`
+/// (and the plan file, created or checked), print its table unless quiet.
+/// An index out of range is an error naming the valid range, and writes
+/// nothing.
+pub fn run_index(
+    c: &Campaign,
+    index: usize,
+    opts: &Options,
+    stop: &AtomicBool,
+) -> anyhow::Result<Results> {
+    let s = c.scenario(index)?;
+    c.ensure_plan_file(&opts.out)?;
+    let (r, timing) = simulate(s, opts.quiet, stop)?;
+    let dir = c.run_dir(&opts.out, index);
+    write_run(&dir, &r, opts)?;
+    if !opts.quiet {
+        print!("{}", results::table(&r));
+        println!("{}", timing_line(s, &r, timing, &dir));
+    }
+    Ok(r)
+}
+
+/// Every run of a campaign in turn (point-major, seed-minor), then the
+/// statistics per point: `campaign.json`, the error-bar plots, and the
+/// table on stdout. A stop ends the campaign after the run it interrupts
+/// (written partial); the runs not reached are named.
+pub fn run_replicated(
+    c: &Campaign,
+    opts: &Options,
+    stop: &AtomicBool,
+) -> anyhow::Result<Replicated> {
+    c.ensure_plan_file(&opts.out)?;
+    let mut not_run = Vec::new();
+    let mut stopped = false;
+    for (i, run) in c.runs.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            not_run = c.runs[i..].iter().map(|r| r.dir.clone()).collect();
+            break;
+        }
+        let s = c.scenario(i)?;
+        if !opts.quiet {
+            eprintln!(
+                "running {} run {i} (of {}): {} seed {} ({} s virtual; Ctrl-C stops it and keeps the results so far)",
+                c.name,
+                c.runs.len(),
+                point_name(s),
+                run.seed,
+                s.duration_s
+            );
+        }
+        let (r, timing) = simulate(s, opts.quiet, stop)?;
+        let dir = c.run_dir(&opts.out, i);
+        write_run(&dir, &r, opts)?;
+        stopped |= r.partial;
+        if !opts.quiet {
+            let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |v| format!("{v:.d$}"));
+            println!(
+                "run {i:>3}  {}  seed {:<6} JFI {}  ratio {}  util {:.1}%  goodput {:.2} Mbit/s{}  ({:.2} s wall)",
+                point_name(s),
+                run.seed,
+                f(r.summary.jain, 3),
+                f(r.summary.fairness_ratio, 2),
+                r.summary.utilization * 100.0,
+                r.summary.total_goodput_mbps,
+                if r.partial { "  PARTIAL" } else { "" },
+                timing.wall.as_secs_f64()
+            );
+        }
+    }
+    if !not_run.is_empty() {
+        stopped = true;
+        eprintln!("not run (stopped): {}", not_run.join(", "));
+    }
+    let dir = c.dir(&opts.out);
+    let merged = campaign::merge(&dir)?;
+    merged.write(&dir, opts.plots)?;
+    if !opts.quiet {
+        println!();
+        print!("{}", campaign::stats_table(&merged));
+        println!(
+            "statistics in {}",
+            dir.join(campaign::MERGED_FILE).display()
+        );
+    }
+    Ok(Replicated { merged, stopped })
+}
+
+/// Write one run's results.json, flows.csv and plots; say so if partial.
+fn write_run(dir: &Path, r: &Results, opts: &Options) -> anyhow::Result<()> {
+    results::write(dir, r)
+        .map_err(|e| anyhow::anyhow!("cannot write the results to {}: {e}", dir.display()))?;
+    if opts.plots {
+        plot::render_run(dir, r)?;
+    }
+    if r.partial {
+        eprintln!(
+            "{} seed {}: partial results up to {:.1} s of {} s virtual time in {}",
+            r.sweep_point.as_deref().unwrap_or(&r.scenario),
+            r.seed,
+            r.reached_s,
+            r.summary.duration_s,
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The wall-time line printed after a run's table.
+fn timing_line(s: &Scenario, r: &Results, timing: Timing, dir: &Path) -> String {
+    let secs = timing.wall.as_secs_f64();
+    let simulated = if r.partial {
+        format!("{:.1}", r.reached_s)
+    } else {
+        s.duration_s.to_string()
+    };
+    format!(
+        "wall time {:.2} s for {simulated} s simulated ({:.1}x real time), {} packets, {:.0} packets/s; results in {}",
+        secs,
+        r.reached_s / secs.max(1e-9),
+        timing.packets,
+        timing.packets as f64 / secs.max(1e-9),
+        dir.display()
+    )
 }

@@ -11,15 +11,20 @@
 //! | [`results`] | results.json / CSV / summary table |
 //! | [`plot`] | SVG and PNG plots from a results file |
 //! | [`experiment`] | one scenario file end to end: every sweep point simulated, written, plotted, printed (used by `tollgate sim`) |
+//! | [`campaign`] | sweep points x seeds as numbered runs (`sim --run-index`), the plan file, `campaign.json` (merge), the Slurm script |
+//! | [`stats`] | mean and 95 % Student-t confidence interval over seeds |
 //!
 //! The binary's command-line glue is not part of the library: `src/main.rs`
 //! (argument parsing), `src/cli_sim.rs` (`tollgate sim` and `tollgate
-//! report`: options, Ctrl-C handling, exit codes) and `src/cli_cca.rs`
-//! (`tollgate cca list|trace`).
+//! report`: options, Ctrl-C handling, exit codes), `src/cli_campaign.rs`
+//! (`tollgate campaign plan|run|merge|slurm`: the local process pool) and
+//! `src/cli_cca.rs` (`tollgate cca list|trace`).
 
+pub mod campaign;
 pub mod experiment;
 pub mod metrics;
 pub mod plot;
 pub mod results;
 pub mod scenario;
 pub mod sim;
+pub mod stats;

@@ -5,13 +5,16 @@
 //! a scripted scenario, printed and written as CSV), in `cli_cca.rs`;
 //! `tollgate sim` (run a scenario in virtual time) and `tollgate report`
 //! (re-render its results), in `cli_sim.rs`, over the library's
-//! `experiment` module. The load generator (`load`/`serve`) and the testbed
+//! `experiment` module; `tollgate campaign plan|run|merge|slurm` (seeds x
+//! sweep points as numbered runs, a local process pool, Slurm job arrays), in
+//! `cli_campaign.rs`. The load generator (`load`/`serve`) and the testbed
 //! runner join here as their issues land.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cli_campaign;
 mod cli_cca;
 mod cli_sim;
 
@@ -36,6 +39,9 @@ enum Command {
     Sim(cli_sim::SimArgs),
     /// Re-render a results.json (table and plots) without re-running.
     Report(cli_sim::ReportArgs),
+    /// Many seeds and sweep points: plan, run locally in parallel, merge, or submit to Slurm.
+    #[command(subcommand)]
+    Campaign(cli_campaign::CampaignCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +51,7 @@ fn main() -> ExitCode {
         Command::Cca(command) => cli_cca::run(command).map(|()| ExitCode::SUCCESS),
         Command::Sim(args) => cli_sim::sim(args),
         Command::Report(args) => cli_sim::report(args).map(|()| ExitCode::SUCCESS),
+        Command::Campaign(command) => cli_campaign::run(command),
     };
     match result {
         Ok(code) => code,

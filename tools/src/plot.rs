@@ -2,7 +2,8 @@
 //! PNG: `throughput` (goodput per flow over time), `jain` (Jain's index and
 //! fairness ratio over time), `queue` (queue length and queueing delay at the
 //! bottleneck ports) and, for sweeps, `sweep` (JFI and utilization across
-//! the swept values).
+//! the swept values); for campaigns, `campaign-<metric>` (the mean of a
+//! metric over seeds against the swept value, with 95 % error bars).
 //!
 //! Text needs a TrueType font: DejaVu Sans from Debian's `fonts-dejavu-core`
 //! (`/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf`), or any `.ttf` named
@@ -80,6 +81,18 @@ struct Chart {
     x: Range<f64>,
     y: Range<f64>,
     lines: Vec<(String, Vec<(f64, f64)>)>,
+    /// Means with error bars: per series, `(x, mean, low, high)`.
+    bars: Vec<ErrorSeries>,
+}
+
+/// A series of means with their confidence intervals, for
+/// [`render_error_bars`].
+#[derive(Clone, Debug)]
+pub struct ErrorSeries {
+    /// Legend label.
+    pub name: String,
+    /// `(x, mean, low, high)` per point.
+    pub points: Vec<(f64, f64, f64, f64)>,
 }
 
 impl Chart {
@@ -109,6 +122,26 @@ impl Chart {
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
                 });
+        }
+        for (i, e) in self.bars.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    e.points.iter().map(|p| (p.0, p.1)),
+                    color.stroke_width(2),
+                ))?
+                .label(e.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                });
+            chart.draw_series(e.points.iter().map(|&(x, mean, lo, hi)| {
+                ErrorBar::new_vertical(x, lo, mean, hi, color.stroke_width(2), 10)
+            }))?;
+            chart.draw_series(
+                e.points
+                    .iter()
+                    .map(|&(x, mean, _, _)| Circle::new((x, mean), 4, color.filled())),
+            )?;
         }
         chart
             .configure_series_labels()
@@ -169,6 +202,7 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
         x: 0.0..tmax,
         y: 0.0..ymax,
         lines,
+        bars: Vec::new(),
     };
     both(dir, "throughput", &|d| d(chart.clone_chart()))?;
 
@@ -188,6 +222,7 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
         x: 0.0..tmax,
         y: 0.0..1.05,
         lines: vec![("Jain's index".into(), jain)],
+        bars: Vec::new(),
     };
     both(dir, "jain", &|d| d(jchart.clone_chart()))?;
 
@@ -220,6 +255,7 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
         x: 0.0..tmax,
         y: 0.0..max_of(&qlines).max(1.0) * 1.1,
         lines: qlines,
+        bars: Vec::new(),
     };
     both(dir, "queue", &|d| d(qchart.clone_chart()))?;
     Ok(())
@@ -267,6 +303,7 @@ impl Chart {
             x: self.x.clone(),
             y: self.y.clone(),
             lines: self.lines.clone(),
+            bars: self.bars.clone(),
         }
     }
 }
@@ -311,6 +348,46 @@ pub fn render_sweep(dir: &Path, param: &str, runs: &[Results]) -> anyhow::Result
         x: (xmin - pad)..(xmax + pad),
         y: 0.0..1.05,
         lines: vec![("Jain's index".into(), jfi), ("utilization".into(), util)],
+        bars: Vec::new(),
     };
     both(dir, "sweep", &|d| d(chart.clone_chart()))
+}
+
+/// Render `<dir>/<name>.svg/png`: each series' means against x with their
+/// confidence intervals as error bars (`tollgate campaign merge`).
+pub fn render_error_bars(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[ErrorSeries],
+) -> anyhow::Result<()> {
+    if !font_ready() {
+        eprintln!("warning: no TrueType font found; {name} plot skipped");
+        return Ok(());
+    }
+    let all = || series.iter().flat_map(|e| e.points.iter());
+    let xmin = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = all().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    if !xmin.is_finite() {
+        return Ok(()); // nothing measured
+    }
+    let pad = if xmax > xmin {
+        (xmax - xmin) * 0.08
+    } else {
+        (xmin.abs() * 0.5).max(0.5)
+    };
+    let ylo = all().map(|p| p.2).fold(0.0, f64::min);
+    let yhi = all().map(|p| p.3).fold(0.0, f64::max);
+    let chart = Chart {
+        title: title.to_string(),
+        x_label: x_label.to_string(),
+        y_label: y_label.to_string(),
+        x: (xmin - pad)..(xmax + pad),
+        y: ylo * 1.1..(yhi * 1.1).max(1e-6),
+        lines: Vec::new(),
+        bars: series.to_vec(),
+    };
+    both(dir, name, &|d| d(chart.clone_chart()))
 }

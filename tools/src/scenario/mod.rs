@@ -83,12 +83,14 @@ pub fn load(path: &Path) -> anyhow::Result<Plan> {
 pub fn parse_plan(text: &str) -> anyhow::Result<Plan> {
     let value: toml::Table = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
     let raw: RawScenario = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let seeds = check_seeds(&raw)?;
     let Some(sweep) = raw.sweep.clone() else {
         let s = resolve(&raw)?;
         return Ok(Plan {
             name: s.name.clone(),
             sweep_param: None,
             runs: vec![s],
+            seeds,
         });
     };
     let runs = sweep::expand(&value, &sweep)?;
@@ -96,7 +98,81 @@ pub fn parse_plan(text: &str) -> anyhow::Result<Plan> {
         name: raw.name.clone(),
         sweep_param: Some(sweep.param),
         runs,
+        seeds,
     })
+}
+
+impl Plan {
+    /// `--seeds N`: replicate every point over seeds `1..=N`, whatever the
+    /// file says about `seed` / `seeds`.
+    pub fn set_seed_count(&mut self, n: u64) -> anyhow::Result<()> {
+        if n == 0 || n > MAX_SEEDS as u64 {
+            anyhow::bail!(
+                "--seeds {n}: give a number of seeds in 1 ..= {MAX_SEEDS} (runs seeds 1..=N)"
+            );
+        }
+        if self.sweep_param.as_deref() == Some("seed") {
+            anyhow::bail!(
+                "--seeds {n}: this file sweeps `seed` (sweep.param = \"seed\"), so each point already \
+                 has its seed; drop --seeds, or sweep another parameter"
+            );
+        }
+        self.seeds = Some((1..=n).collect());
+        Ok(())
+    }
+
+    /// Runs in the plan: points x seeds.
+    pub fn run_count(&self) -> usize {
+        self.runs.len() * self.seeds.as_ref().map_or(1, Vec::len)
+    }
+}
+
+/// Most seeds a scenario file or `--seeds` may ask for.
+pub const MAX_SEEDS: usize = 10_000;
+
+/// `seeds`: a non-empty list of distinct seeds, not combined with a sweep
+/// over `seed` or `seeds`.
+fn check_seeds(raw: &RawScenario) -> Result<Option<Vec<u64>>, ScenarioError> {
+    let Some(seeds) = &raw.seeds else {
+        if let Some(sweep) = raw.sweep.as_ref().filter(|s| s.param == "seeds") {
+            return Err(ScenarioError::new(
+                "sweep.param",
+                format!("\"{}\"", sweep.param),
+                "a scalar field; to replicate seeds write `seeds = [1, 2, 3]` at the top level",
+            ));
+        }
+        return Ok(None);
+    };
+    let text = format!("{seeds:?}");
+    if seeds.is_empty() || seeds.len() > MAX_SEEDS {
+        return Err(ScenarioError::new(
+            "seeds",
+            text,
+            format!("a list of 1 ..= {MAX_SEEDS} seeds, e.g. seeds = [1, 2, 3]"),
+        ));
+    }
+    let mut sorted = seeds.clone();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(ScenarioError::new(
+            "seeds",
+            text,
+            format!("distinct seeds ({} appears twice)", w[0]),
+        ));
+    }
+    if let Some(sweep) = raw
+        .sweep
+        .as_ref()
+        .filter(|s| s.param == "seed" || s.param == "seeds")
+    {
+        return Err(ScenarioError::new(
+            "sweep.param",
+            format!("\"{}\"", sweep.param),
+            "another field: a file with `seeds` replicates every sweep point over those seeds, \
+             so it cannot also sweep the seed (drop `seeds`, or sweep something else)",
+        ));
+    }
+    Ok(Some(seeds.clone()))
 }
 
 #[cfg(test)]
@@ -178,5 +254,32 @@ rtt = "20ms"
         let bad = text.replace("0.1]", "7.0]");
         let e = err(&bad);
         assert!(e.contains("router.tau") && e.contains('7'), "{e}");
+    }
+
+    #[test]
+    fn seeds_replicate_points_and_are_checked() {
+        assert_eq!(parse_plan(BASE).unwrap().seeds, None);
+        let p = parse_plan(&format!("seeds = [3, 1, 2]\n{BASE}")).unwrap();
+        assert_eq!(p.seeds, Some(vec![3, 1, 2]));
+        assert_eq!(p.run_count(), 3);
+        let e = err(&format!("seeds = []\n{BASE}"));
+        assert!(e.contains("`seeds`") && e.contains("1 ..="), "{e}");
+        let e = err(&format!("seeds = [1, 2, 1]\n{BASE}"));
+        assert!(
+            e.contains("`seeds`") && e.contains("1 appears twice"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "seeds = [1, 2]\n{BASE}\n[sweep]\nparam = \"seed\"\nvalues = [1, 2]\n"
+        ));
+        assert!(e.contains("sweep.param") && e.contains("seeds"), "{e}");
+        let mut p = parse_plan(BASE).unwrap();
+        p.set_seed_count(4).unwrap();
+        assert_eq!(p.seeds, Some(vec![1, 2, 3, 4]));
+        assert!(p
+            .set_seed_count(0)
+            .unwrap_err()
+            .to_string()
+            .contains("--seeds 0"));
     }
 }

@@ -134,4 +134,8 @@ pub struct Plan {
     pub sweep_param: Option<String>,
     /// The runs (one without a sweep).
     pub runs: Vec<Scenario>,
+    /// Replicated seeds (the file's `seeds`, or `tollgate sim --seeds N`):
+    /// every point runs once per seed. `None`: every point runs once, with
+    /// its own resolved `seed`.
+    pub seeds: Option<Vec<u64>>,
 }

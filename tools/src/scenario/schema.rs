@@ -29,6 +29,9 @@ pub struct RawScenario {
     pub duration: String,
     /// RNG seed (default 1).
     pub seed: Option<u64>,
+    /// Replicated seeds: every sweep point runs once per seed (`tollgate sim`
+    /// then reports the mean and 95 % confidence interval of each metric).
+    pub seeds: Option<Vec<u64>>,
     /// Metrics sampling interval (default 100ms).
     pub sample_interval: Option<String>,
     /// Links.
