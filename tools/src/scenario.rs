@@ -106,6 +106,9 @@ pub struct RawTopology {
     pub hops: Option<u32>,
     /// Access-link rate (default 10 x the bottleneck rate).
     pub access_rate: Option<String>,
+    /// Random delay added to every datagram a host emits: a duration, or
+    /// `"auto"` (one 1500-byte packet at the bottleneck rate).
+    pub jitter: Option<String>,
 }
 
 /// A link.
@@ -176,6 +179,8 @@ pub struct RawFlowGroup {
     pub reverse: Option<bool>,
     /// Parking lot: first and last bottleneck hop crossed (1-based), default all.
     pub hops: Option<[u32; 2]>,
+    /// Receiver ACK policy: `auto` (default), `always`, `never`.
+    pub prompt_acks: Option<String>,
 }
 
 /// `[metrics]`.
@@ -253,6 +258,8 @@ pub struct FlowGroup {
     pub reverse: bool,
     /// First and last hop (0-based, inclusive).
     pub hops: (u32, u32),
+    /// Receiver ACK policy: `auto`, `always` (one ACK per packet), `never` (QUIC default).
+    pub prompt_acks: String,
 }
 
 /// The resolved router configuration.
@@ -309,6 +316,9 @@ pub struct Scenario {
     pub buffer: String,
     /// Access rate, bit/s.
     pub access_rate_bps: f64,
+    /// Host emission jitter: each datagram leaves its host after a delay
+    /// uniform in `[0, host_jitter_s]` (FIFO per host), seconds.
+    pub host_jitter_s: f64,
     /// Router.
     pub router: RouterSpec,
     /// Flow groups.
@@ -562,6 +572,20 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
         Some(r) => rate("topology.access_rate", r)?,
         None => 10.0 * bottleneck_rate_bps,
     };
+    let host_jitter_s = match t.jitter.as_deref() {
+        None | Some("auto") => PACKET_BYTES as f64 * 8.0 / bottleneck_rate_bps,
+        Some(j) => {
+            let v = dur("topology.jitter", j)?;
+            if v > 0.1 {
+                return Err(ScenarioError::new(
+                    "topology.jitter",
+                    format!("\"{j}\""),
+                    "\"auto\" or a duration 0s ..= 100ms",
+                ));
+            }
+            v
+        }
+    };
 
     // Flows.
     if raw.flows.is_empty() {
@@ -701,6 +725,14 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
             None => None,
             Some(r) => Some(rate(&p("rate_cap"), r)?),
         };
+        let prompt_acks = g.prompt_acks.clone().unwrap_or_else(|| "auto".into());
+        if !["auto", "always", "never"].contains(&prompt_acks.as_str()) {
+            return Err(ScenarioError::new(
+                p("prompt_acks"),
+                format!("\"{prompt_acks}\""),
+                "\"auto\", \"always\" or \"never\"",
+            ));
+        }
         flows.push(FlowGroup {
             name: g.name.clone().unwrap_or_else(|| format!("g{gi}")),
             count,
@@ -715,6 +747,7 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
             mark_dscp: g.mark_dscp.unwrap_or(true),
             reverse: g.reverse.unwrap_or(false),
             hops: hops_range,
+            prompt_acks,
         });
     }
     let mut names: Vec<&str> = flows.iter().map(|g| g.name.as_str()).collect();
@@ -794,6 +827,7 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
         bottleneck_delay_s,
         buffer,
         access_rate_bps,
+        host_jitter_s,
         router,
         flows,
         metrics: MetricSpec {
