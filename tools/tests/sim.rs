@@ -118,34 +118,105 @@ fn newreno_short_rtt_flow_gets_well_over_twice_the_long_one() {
 /// `alpha / (T + T0)` packets/s per second, nearly independent of the RTT for
 /// `T << T0`; the equilibrium rate `sqrt(alpha (1 - p) / p)` does not depend
 /// on the RTT. Two Libra flows with 10 ms and 100 ms RTT through one
-/// bottleneck should therefore end within a small ratio; we require 1.5x.
+/// bottleneck should therefore end within a small ratio; we require 1.5x at
+/// every buffer the paper's claim covers (0.2 to 2 BDP), with the capacity
+/// configured (`capacity=100Mbit`) so the test checks the window rule, not
+/// CapProbe.
 ///
-/// The experiment (chosen, and stated here, after exploring; see the report
-/// in tools/README.md "Libra findings"): 100 Mbit/s, drop-tail buffer of
-/// 0.5 BDP (of the 100 ms flow), 120 s, goodput measured from 20 s, Libra
-/// with the paper's defaults but the capacity configured (`capacity=100Mbit`)
-/// so the test checks the window rule, not CapProbe. Measured: 47.6 vs
-/// 47.3 Mbit/s. The property does NOT hold in every buffer size over 120 s:
-/// 1 BDP gives 70 vs 25 Mbit/s and 0.2 BDP 73 vs 22 Mbit/s (synchronized
-/// drop-tail losses hit the short-RTT flow's many small cycles differently),
-/// and with `capacity=auto` at 1 BDP the CapProbe estimates differ between
-/// the flows (73 vs 49 Mbit/s), giving 64 vs 31 Mbit/s. NewReno under the
-/// same 0.5-BDP conditions is asserted alongside for contrast.
+/// It does NOT hold today, so the test is ignored rather than tuned: an
+/// earlier version asserted it at 0.5 BDP only, the one buffer where it
+/// passed (47.6 vs 47.3 Mbit/s, while 1 BDP gave 70 vs 25 and 0.2 BDP 73 vs
+/// 22). With host jitter (tools/docs/droptail-drops.md: without it drop-tail
+/// losses were decided by sub-microsecond arrival phase) 0.5 BDP gives 58.9
+/// vs 36.0 Mbit/s (1.64x). Why the drop-tail queue still hits the long flow
+/// more than a TCP simulator does, and whether Libra's claim holds, is the
+/// open question of the reproduction issue. Run with `--ignored` to see the
+/// current figures.
 #[test]
-fn libra_flows_with_10_and_100_ms_rtt_come_within_1_5x() {
-    let r = simulate(&two_flows(
-        "libra(capacity=100Mbit)",
-        "100Mbit",
-        "0.5bdp",
-        "120s",
-        "20s",
-    ));
-    let (short, long) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
-    let ratio = short.max(long) / short.min(long);
-    assert!(ratio < 1.5, "libra short {short} long {long} ratio {ratio}");
+#[ignore = "Libra's RTT fairness does not hold in Tollgate yet (tools/docs/droptail-drops.md)"]
+fn libra_flows_with_10_and_100_ms_rtt_come_within_1_5x_at_every_buffer() {
+    let mut failures = Vec::new();
+    for buffer in ["0.2bdp", "0.5bdp", "1bdp", "2bdp"] {
+        let r = simulate(&two_flows(
+            "libra(capacity=100Mbit)",
+            "100Mbit",
+            buffer,
+            "120s",
+            "20s",
+        ));
+        let (short, long) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+        let ratio = short.max(long) / short.min(long);
+        if ratio >= 1.5 {
+            failures.push(format!(
+                "{buffer}: short {short:.1} long {long:.1} ratio {ratio:.2}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// NewReno's RTT unfairness, the contrast to Libra: at 0.5 BDP the 10 ms
+/// flow takes more than twice the 100 ms flow's goodput.
+#[test]
+fn newreno_favours_the_short_rtt_flow() {
     let n = simulate(&two_flows("newreno", "100Mbit", "0.5bdp", "120s", "20s"));
     let (s, l) = (n.flows[0].goodput_mbps, n.flows[1].goodput_mbps);
     assert!(s > 2.0 * l, "newreno short {s} long {l}");
+}
+
+/// Short/long goodput ratio of NewReno 10 ms vs 100 ms flows at 100 Mbit/s,
+/// 0.2-BDP drop-tail, with the short flow's RTT given and `jitter` as the
+/// topology's host jitter (`None`: the default).
+fn phase_run(short_rtt: &str, jitter: Option<&str>) -> f64 {
+    let jitter = jitter.map_or(String::new(), |j| format!("jitter = \"{j}\""));
+    let r = simulate(&format!(
+        r#"
+name = "phase"
+duration = "120s"
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "100Mbit", delay = "2ms", buffer = "0.2bdp" }}
+{jitter}
+[[flows]]
+name = "short"
+cca = "newreno"
+rtt = "{short_rtt}"
+[[flows]]
+name = "long"
+cca = "newreno"
+rtt = "100ms"
+[metrics]
+measure_from = "30s"
+"#
+    ));
+    r.flows[0].goodput_mbps / r.flows[1].goodput_mbps
+}
+
+/// Without host jitter every delay in the emulator is exact, so each flow's
+/// ACK-clocked arrivals at a drop-tail port keep a fixed phase within the
+/// port's transmission slots, and which flow's packet finds the queue full
+/// is decided by that phase (Floyd & Jacobson's traffic phase effect):
+/// moving the short flow's RTT by 60 µs (half a packet time at 100 Mbit/s)
+/// halved the short/long ratio (20.4 to 9.5 over 300 s). With the default
+/// host jitter (one packet time) it must not matter
+/// (tools/docs/droptail-drops.md).
+#[test]
+fn droptail_outcome_does_not_hinge_on_sub_packet_rtt_phase() {
+    let change = |a: f64, b: f64| a.max(b) / a.min(b);
+    let (a, b) = (phase_run("10ms", None), phase_run("10060us", None));
+    assert!(
+        change(a, b) < 1.5,
+        "default jitter: short/long ratio {a:.2} at 10 ms vs {b:.2} at 10.06 ms"
+    );
+    // The same pair without jitter shows the artefact the jitter removes.
+    let (a0, b0) = (
+        phase_run("10ms", Some("0s")),
+        phase_run("10060us", Some("0s")),
+    );
+    assert!(
+        change(a0, b0) > 1.5,
+        "no jitter: short/long ratio {a0:.2} at 10 ms vs {b0:.2} at 10.06 ms"
+    );
 }
 
 /// Every discipline runs in the emulator with exact packet accounting: at

@@ -826,6 +826,12 @@ impl Endpoint {
         !self.responses.is_empty()
     }
 
+    /// The congestion controller of a connection (a shared handle: window,
+    /// pacing rate, snapshot), e.g. for a tracer.
+    pub fn cca_handle(&self, ch: ConnectionHandle) -> Option<CcaHandle> {
+        self.conns.get(&ch).map(|c| c.cca.clone())
+    }
+
     /// The remote address of a connection.
     pub fn remote_address(&self, ch: ConnectionHandle) -> Option<SocketAddr> {
         self.conns.get(&ch).map(|c| c.proto.remote_address())

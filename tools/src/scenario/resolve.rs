@@ -107,6 +107,7 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
         bottleneck_delay_s: topo.bottleneck_delay_s,
         buffer,
         access_rate_bps: topo.access_rate_bps,
+        host_jitter_s: topo.host_jitter_s,
         router,
         flows,
         metrics,
@@ -138,6 +139,7 @@ struct Topology {
     bottleneck_rate_bps: f64,
     bottleneck_delay_s: f64,
     access_rate_bps: f64,
+    host_jitter_s: f64,
 }
 
 /// `[topology]`: kind, hops, bottleneck rate and delay, access rate.
@@ -188,12 +190,27 @@ fn resolve_topology(t: &RawTopology) -> Result<Topology, ScenarioError> {
         Some(r) => rate("topology.access_rate", r)?,
         None => 10.0 * bottleneck_rate_bps,
     };
+    let host_jitter_s = match t.jitter.as_deref() {
+        None | Some("auto") => PACKET_BYTES as f64 * 8.0 / bottleneck_rate_bps,
+        Some(j) => {
+            let v = dur("topology.jitter", j)?;
+            if v > 0.1 {
+                return Err(ScenarioError::new(
+                    "topology.jitter",
+                    format!("\"{j}\""),
+                    "\"auto\" or a duration 0s ..= 100ms",
+                ));
+            }
+            v
+        }
+    };
     Ok(Topology {
         kind: topology,
         hops,
         bottleneck_rate_bps,
         bottleneck_delay_s,
         access_rate_bps,
+        host_jitter_s,
     })
 }
 
@@ -318,6 +335,14 @@ fn resolve_flow_group(
         None => None,
         Some(r) => Some(rate(&p("rate_cap"), r)?),
     };
+    let prompt_acks = g.prompt_acks.clone().unwrap_or_else(|| "auto".into());
+    if !["auto", "always", "never"].contains(&prompt_acks.as_str()) {
+        return Err(ScenarioError::new(
+            p("prompt_acks"),
+            format!("\"{prompt_acks}\""),
+            "\"auto\", \"always\" or \"never\"",
+        ));
+    }
     Ok(FlowGroup {
         name: g.name.clone().unwrap_or_else(|| format!("g{gi}")),
         count,
@@ -332,6 +357,7 @@ fn resolve_flow_group(
         mark_dscp: g.mark_dscp.unwrap_or(true),
         reverse: g.reverse.unwrap_or(false),
         hops: hops_range,
+        prompt_acks,
     })
 }
 

@@ -52,6 +52,8 @@ pub struct FlowGroup {
     pub reverse: bool,
     /// First and last hop (0-based, inclusive).
     pub hops: (u32, u32),
+    /// Receiver ACK policy: `auto`, `always` (one ACK per packet), `never` (QUIC default).
+    pub prompt_acks: String,
 }
 
 /// The resolved router configuration.
@@ -108,6 +110,9 @@ pub struct Scenario {
     pub buffer: String,
     /// Access rate, bit/s.
     pub access_rate_bps: f64,
+    /// Host emission jitter: each datagram leaves its host after a delay
+    /// uniform in `[0, host_jitter_s]` (FIFO per host), seconds.
+    pub host_jitter_s: f64,
     /// Router.
     pub router: RouterSpec,
     /// Flow groups.

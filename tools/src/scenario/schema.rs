@@ -61,6 +61,9 @@ pub struct RawTopology {
     pub hops: Option<u32>,
     /// Access-link rate (default 10 x the bottleneck rate).
     pub access_rate: Option<String>,
+    /// Random delay added to every datagram a host emits: a duration, or
+    /// `"auto"` (one 1500-byte packet at the bottleneck rate).
+    pub jitter: Option<String>,
 }
 
 /// A link.
@@ -102,6 +105,8 @@ pub struct RawFlowGroup {
     pub reverse: Option<bool>,
     /// Parking lot: first and last bottleneck hop crossed (1-based), default all.
     pub hops: Option<[u32; 2]>,
+    /// Receiver ACK policy: `auto` (default), `always`, `never`.
+    pub prompt_acks: Option<String>,
 }
 
 /// `[metrics]`.

@@ -19,16 +19,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use tollgate_cca::rng::SimRng;
 use tollgate_cca::{Time, VariantId};
 use tollgate_router::cebinae::ReconfigReport;
 use tollgate_router::rrmqs::MeterWindow;
 use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
-use tollgate_transport::{ConnReport, ConnectionOptions, PromptAcks};
+use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{Host, Role};
 use super::net::{AnyQdisc, Collector, LinkQueue, SimPacket, WIRE_OVERHEAD};
 use super::tls::Crypto;
 use super::topology::{self, FlowSpec, Network};
+use super::trace::Trace;
 use crate::scenario::{Scenario, PACKET_BYTES};
 
 /// Per-port samples and totals.
@@ -174,6 +176,12 @@ struct Sim<'a> {
     packets_sent: u64,
     events: u64,
     samples: Vec<f64>,
+    /// Debug trace (`TOLLGATE_TRACE`), usually off.
+    trace: Option<Trace>,
+    /// Host emission jitter bound, ns (0: none).
+    jitter_ns: f64,
+    /// Draws the jitter.
+    jitter_rng: SimRng,
 }
 
 /// Run a scenario; `progress` is called with the fraction of virtual time
@@ -276,6 +284,9 @@ pub fn run(
         packets_sent: 0,
         events: 0,
         samples: Vec::new(),
+        trace: Trace::from_env()?,
+        jitter_ns: s.host_jitter_s * 1e9,
+        jitter_rng: tollgate_cca::rng::seeded(s.seed ^ 0x6a17_7e20),
     };
     let end = (s.duration_s * 1e9).round() as u64;
     for i in 0..nflows {
@@ -320,6 +331,9 @@ pub fn run(
         sim.sample();
     }
     sim.finish();
+    if let Some(t) = sim.trace.as_mut() {
+        t.finish();
+    }
     Ok(RunData {
         t: sim.samples,
         flows: sim.flows,
@@ -368,7 +382,7 @@ impl Sim<'_> {
             cca: spec.cca.clone(),
             mark_dscp: spec.mark_dscp,
             stats_interval: Duration::from_secs(3600),
-            prompt_acks: PromptAcks::Auto,
+            prompt_acks: spec.prompt_acks,
             window,
             idle_timeout: Duration::from_secs(600),
         };
@@ -458,8 +472,18 @@ impl Sim<'_> {
             hop: 0,
             dscp,
             enq_ns: 0,
+            sent_ns: self.now,
         };
-        self.arrive(p);
+        if self.jitter_ns > 0.0 {
+            // Host jitter (scheduling, NIC): a random delay, FIFO per host.
+            let j = (tollgate_cca::rng::uniform_f64(&mut self.jitter_rng) * self.jitter_ns) as u64;
+            let host = &mut self.hosts[h];
+            let at = (self.now + j).max(host.last_emit_ns);
+            host.last_emit_ns = at;
+            self.push(at, Ev::Arrive(Box::new(p)));
+        } else {
+            self.arrive(p);
+        }
     }
 
     fn path(&self, p: &SimPacket) -> &[u32] {
@@ -507,7 +531,18 @@ impl Sim<'_> {
                 port.classify(&mut p, to);
                 p.enq_ns = now;
                 let mut c = std::mem::take(&mut self.collector);
-                port.port.receive(p, Time::from_nanos(now), &mut c);
+                if let Some(tr) = self.trace.as_mut() {
+                    if p.to_server && Some(&link) == self.net.forward_ports.first() {
+                        let (flow, sent, qlen, before) =
+                            (p.flow, p.sent_ns, port.port.qdisc().len(), c.dropped.len());
+                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                        tr.arrival(now, flow, qlen, c.dropped.len() > before, sent);
+                    } else {
+                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                    }
+                } else {
+                    port.port.receive(p, Time::from_nanos(now), &mut c);
+                }
                 port.port.poll(Time::from_nanos(now), &mut c);
                 self.collector = c;
                 self.after_port(link as usize);
@@ -534,6 +569,11 @@ impl Sim<'_> {
         let rec = self.port_of_link[link];
         let mut c = std::mem::take(&mut self.collector);
         for (mut p, t) in c.sent.drain(..) {
+            if let Some(tr) = self.trace.as_mut() {
+                if p.to_server && self.net.forward_ports.first() == Some(&(link as u32)) {
+                    tr.departure(t.as_nanos().max(now), p.flow);
+                }
+            }
             let l = &self.net.links[link];
             let at = t.as_nanos().max(now) + l.transit_ns(p.meta.len);
             if let Some(r) = rec {
@@ -638,6 +678,16 @@ impl Sim<'_> {
             .handle_datagram(now, p.from, Some(tos), &p.data);
         self.recycle(p);
         self.host_step(h);
+        if h % 2 == 0 {
+            if let Some(tr) = self.trace.as_mut() {
+                if let Role::Client(app) = &self.hosts[h].role {
+                    if let Some(cca) = app.conn.and_then(|ch| self.hosts[h].ep.cca_handle(ch)) {
+                        let snap = cca.snapshot();
+                        tr.ack(self.now, f as u32, snap.stats.window, snap.bytes_in_flight);
+                    }
+                }
+            }
+        }
     }
 
     fn recycle(&mut self, p: SimPacket) {
@@ -691,6 +741,12 @@ impl Sim<'_> {
             }
             if let Role::Server(app) = &self.hosts[2 * i + 1].role {
                 f.fin_at = app.fin_at;
+                if let (Some(tr), Some(sender)) = (self.trace.as_mut(), &f.report) {
+                    let receiver = app
+                        .conn
+                        .and_then(|ch| self.hosts[2 * i + 1].ep.stats(now, ch));
+                    tr.flow_end(i as u32, sender, receiver.as_ref());
+                }
             }
         }
         for (link, r) in self.port_of_link.iter().enumerate() {

@@ -70,6 +70,8 @@ pub struct Host {
     pub timer_at: Option<u64>,
     /// Timer events handled at the current `now` (guards against a timer that never advances).
     pub same_now_timers: u32,
+    /// When the host's latest jittered datagram leaves (keeps its datagrams in order).
+    pub last_emit_ns: u64,
 }
 
 impl Host {
@@ -107,6 +109,7 @@ impl Host {
             role,
             timer_at: None,
             same_now_timers: 0,
+            last_emit_ns: 0,
         })
     }
 

@@ -15,11 +15,13 @@
 //! | [`topology`] | building links, hosts and paths from a scenario |
 //! | [`engine`] | the event loop and what it records ([`engine::RunData`]) |
 //! | [`tls`] | a deterministic certificate |
+//! | [`trace`] | optional per-packet trace (`TOLLGATE_TRACE`) for debugging |
 
 pub mod engine;
 pub mod host;
 pub mod net;
 pub mod tls;
 pub mod topology;
+pub mod trace;
 
 pub use engine::{run, RunData};

@@ -54,6 +54,8 @@ pub struct SimPacket {
     pub dscp: u8,
     /// When the packet entered the current router port (virtual ns).
     pub enq_ns: u64,
+    /// When its host emitted it (virtual ns).
+    pub sent_ns: u64,
 }
 
 impl SimPacket {

@@ -17,6 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tollgate_cca::rng::{self, Rng as _, SimRng};
 use tollgate_cca::VariantId;
 use tollgate_router::classify::{Prefix, Rule};
+use tollgate_transport::PromptAcks;
 
 use super::net::{Link, RouterPort};
 use crate::scenario::{Draw, Scenario, PACKET_BYTES};
@@ -52,6 +53,8 @@ pub struct FlowSpec {
     pub reverse: bool,
     /// Whether it counts as long-lived (unbounded, fixed start) for fairness.
     pub long_lived: bool,
+    /// Receiver ACK policy the sender requests.
+    pub prompt_acks: PromptAcks,
 }
 
 /// The built network.
@@ -133,6 +136,11 @@ pub fn build(s: &Scenario) -> anyhow::Result<Network> {
                 mark_dscp: g.mark_dscp,
                 reverse: g.reverse,
                 long_lived: size.is_none() && g.interarrival_s.is_none(),
+                prompt_acks: match g.prompt_acks.as_str() {
+                    "always" => PromptAcks::Always,
+                    "never" => PromptAcks::Never,
+                    _ => PromptAcks::Auto,
+                },
             });
         }
     }
