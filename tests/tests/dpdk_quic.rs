@@ -139,6 +139,7 @@ fn spawn_client(
                 mark_dscp: marked,
                 // A small send buffer: the upload drains soon after its deadline.
                 window: 256 << 10,
+                max_window: 256 << 10,
                 ..ConnectionOptions::with_cca(cca)
             };
             let mut app = BulkClient::new(SERVER.parse().unwrap(), "localhost", request, options);

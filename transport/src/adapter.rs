@@ -303,6 +303,15 @@ impl CcaCore {
         self.time(now);
     }
 
+    /// Swap the algorithm for a fresh one built from `spec`, keeping the
+    /// adapter's bookkeeping (datagram numbers, bytes in flight, counters), so
+    /// ACKs of datagrams sent under the old algorithm still match.
+    fn replace(&mut self, spec: &str) -> Result<(), SpecError> {
+        self.cca = tollgate_cca::build(spec, &Env::with_mss(self.mss))?;
+        self.spec = spec.to_string();
+        Ok(())
+    }
+
     fn snapshot(&self) -> CcaSnapshot {
         CcaSnapshot {
             spec: self.spec.clone(),
@@ -364,6 +373,14 @@ impl CcaHandle {
     /// A copy of the per-packet RTT histogram (microseconds).
     pub fn rtt_histogram(&self) -> Histogram<u64> {
         self.lock().rtt_us.clone()
+    }
+
+    /// Replace the algorithm with `spec` on a live connection (a server
+    /// switching to the CCA its client asked for before any application data
+    /// flows). The new algorithm starts from its initial window; an invalid
+    /// spec leaves the old one in place.
+    pub fn replace(&self, spec: &str) -> Result<(), SpecError> {
+        self.lock().replace(spec)
     }
 
     /// The quinn-proto factory that hands this handle's controller to a connection.

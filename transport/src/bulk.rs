@@ -3,22 +3,32 @@
 //!
 //! ## Protocol (ALPN `tollgate-bulk`)
 //!
-//! The client opens a bidirectional stream and sends a 21-byte request:
-//! `"TGB1"`, a mode byte, the size (u64 big-endian, `u64::MAX` = unlimited)
-//! and a duration in milliseconds (u64 big-endian, 0 = none).
+//! The client opens a bidirectional stream and sends a request. Version 1 is
+//! 21 bytes: `"TGB1"`, a mode byte, the size (u64 big-endian, `u64::MAX` =
+//! unlimited) and a duration in milliseconds (u64 big-endian, 0 = none).
+//! Version 2 starts with `"TGB2"`, has the same 17 bytes after the magic,
+//! then one length byte and that many bytes of ASCII: the congestion-control
+//! spec the *server* should send with (empty = the server's default).
 //!
-//! - `D` (download): the client finishes its side; the server sends `size`
-//!   bytes of the [pattern](pattern_byte), or sends until the duration has
-//!   passed, then finishes the stream.
+//! - `D` (download): the client finishes its side; a v2 server first switches
+//!   the connection to the requested CCA if its allow-list permits (else it
+//!   closes the connection with [`CCA_REFUSED`] and the reason); it sends
+//!   `size` bytes of the [pattern](pattern_byte), or sends until the
+//!   duration has passed, then finishes the stream.
 //! - `U` (upload): the client follows the request with the data and finishes;
-//!   the server replies with the byte count it received (u64 big-endian).
+//!   the server replies with the byte count it received (u64 big-endian). A
+//!   v2 server also sends that count every [`PROGRESS_INTERVAL`] while data
+//!   arrives, so the reply is a sequence of 8-byte counts whose last one is
+//!   final; the client gets a receiver-side goodput series from them.
 //!
 //! The client then closes the connection with code 0. Every byte is checked
-//! against the pattern on arrival, so integrity costs no memory.
+//! against the pattern on arrival, so integrity costs no memory. The same
+//! protocol runs over kernel TCP (the load generator's `tcp:` flows), where
+//! the requested CCA is applied with `TCP_CONGESTION`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -32,8 +42,18 @@ use crate::stats::ConnReport;
 
 /// Request magic.
 pub const MAGIC: &[u8; 4] = b"TGB1";
-/// Request length in bytes.
+/// Version-2 request magic.
+pub const MAGIC_V2: &[u8; 4] = b"TGB2";
+/// Version-1 request length in bytes (also the fixed part of a v2 request).
 pub const REQUEST_LEN: usize = 21;
+/// Longest CCA spec a v2 request carries.
+pub const MAX_CCA_SPEC: usize = 255;
+/// Longest request on the wire.
+pub const MAX_REQUEST_LEN: usize = REQUEST_LEN + 1 + MAX_CCA_SPEC;
+/// Interval of a v2 server's upload progress counts.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+/// Application error code: the server does not allow the requested CCA.
+pub const CCA_REFUSED: u32 = 2;
 /// Period of the data pattern (a prime, so misplaced data is detected).
 ///
 /// One period is the first `PATTERN_PERIOD` bytes drawn from
@@ -103,6 +123,121 @@ impl Request {
             size: (size != u64::MAX).then_some(size),
             duration: (ms != 0).then(|| Duration::from_millis(ms)),
         })
+    }
+}
+
+/// A request as received, with what version 2 adds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// The transfer.
+    pub request: Request,
+    /// The CCA spec the client asked the server to send with (v2, non-empty).
+    pub server_cca: Option<String>,
+    /// 1 or 2.
+    pub version: u8,
+}
+
+/// Progress of reading a request from the start of a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestParse {
+    /// At least this many more bytes are needed.
+    Need(usize),
+    /// Complete; the request took this many bytes.
+    Done(Received, usize),
+    /// Not a request of this protocol.
+    Malformed,
+}
+
+impl Request {
+    /// The version-2 wire encoding, asking the server to send with `server_cca`.
+    /// Fails if the spec is longer than [`MAX_CCA_SPEC`] or not ASCII.
+    pub fn encode_v2(&self, server_cca: Option<&str>) -> Result<Vec<u8>, String> {
+        let cca = server_cca.unwrap_or("");
+        if cca.len() > MAX_CCA_SPEC || !cca.is_ascii() {
+            return Err(format!(
+                "server CCA spec must be ASCII and at most {MAX_CCA_SPEC} bytes"
+            ));
+        }
+        let mut out = self.encode().to_vec();
+        out[..4].copy_from_slice(MAGIC_V2);
+        out.push(cca.len() as u8);
+        out.extend_from_slice(cca.as_bytes());
+        Ok(out)
+    }
+
+    /// Parse a v1 or v2 request from the first bytes of a stream.
+    pub fn parse(b: &[u8]) -> RequestParse {
+        let magic_len = b.len().min(4);
+        let v2 = b[..magic_len] == MAGIC_V2[..magic_len];
+        if !v2 && b[..magic_len] != MAGIC[..magic_len] {
+            return RequestParse::Malformed;
+        }
+        if b.len() < REQUEST_LEN {
+            return RequestParse::Need(REQUEST_LEN + usize::from(v2) - b.len());
+        }
+        let mut fixed = [0u8; REQUEST_LEN];
+        fixed.copy_from_slice(&b[..REQUEST_LEN]);
+        fixed[..4].copy_from_slice(MAGIC);
+        let Some(request) = Request::decode(&fixed) else {
+            return RequestParse::Malformed;
+        };
+        if !v2 {
+            let r = Received {
+                request,
+                server_cca: None,
+                version: 1,
+            };
+            return RequestParse::Done(r, REQUEST_LEN);
+        }
+        let Some(&n) = b.get(REQUEST_LEN) else {
+            return RequestParse::Need(1);
+        };
+        let total = REQUEST_LEN + 1 + usize::from(n);
+        if b.len() < total {
+            return RequestParse::Need(total - b.len());
+        }
+        let Ok(cca) = std::str::from_utf8(&b[REQUEST_LEN + 1..total]) else {
+            return RequestParse::Malformed;
+        };
+        if !cca.is_ascii() {
+            return RequestParse::Malformed;
+        }
+        let r = Received {
+            request,
+            server_cca: (!cca.is_empty()).then(|| cca.to_string()),
+            version: 2,
+        };
+        RequestParse::Done(r, total)
+    }
+}
+
+/// The upload reply as it arrives: a sequence of 8-byte counts (v2 progress
+/// then the final one; v1 sends only the final one).
+#[derive(Clone, Debug, Default)]
+pub struct ReplyCounts {
+    partial: Vec<u8>,
+    /// The latest complete count.
+    pub latest: Option<u64>,
+}
+
+impl ReplyCounts {
+    /// Take the next bytes of the reply.
+    pub fn on_bytes(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let take = (8 - self.partial.len()).min(data.len());
+            self.partial.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.partial.len() == 8 {
+                let v = u64::from_be_bytes(self.partial[..].try_into().expect("8 bytes"));
+                self.latest = Some(v);
+                self.partial.clear();
+            }
+        }
+    }
+
+    /// The final count once the reply has ended (`None` if it was malformed).
+    pub fn finish(&self) -> Option<u64> {
+        self.latest.filter(|_| self.partial.is_empty())
     }
 }
 
@@ -304,12 +439,14 @@ pub struct BulkClient {
     server_name: String,
     request: Request,
     options: ConnectionOptions,
+    server_cca: Option<String>,
     conn: Option<ConnectionHandle>,
     stream: Option<StreamId>,
     sender: Option<Sender>,
     receiver: Receiver,
-    reply: Vec<u8>,
+    reply: ReplyCounts,
     started: Option<Instant>,
+    progress: Arc<AtomicU64>,
     /// The result so far (final once [`App::is_done`]).
     pub result: BulkResult,
     done: bool,
@@ -329,16 +466,36 @@ impl BulkClient {
             server_name: server_name.into(),
             request,
             options,
+            server_cca: None,
             conn: None,
             stream: None,
             sender: None,
             receiver: Receiver::new(0),
-            reply: Vec::new(),
+            reply: ReplyCounts::default(),
             started: None,
+            progress: Arc::new(AtomicU64::new(0)),
             result: BulkResult::default(),
             done: false,
             closing: false,
         }
+    }
+
+    /// Ask the server to send (downloads) with `spec` instead of its default.
+    pub fn with_server_cca(mut self, spec: &str) -> Self {
+        self.server_cca = Some(spec.to_string());
+        self
+    }
+
+    /// Goodput bytes so far, updated as the transfer runs: bytes received
+    /// (downloads) or the server's latest received count (uploads). For a
+    /// sampler on another thread.
+    pub fn progress(&self) -> Arc<AtomicU64> {
+        self.progress.clone()
+    }
+
+    /// When the handshake completed.
+    pub fn connected_at(&self) -> Option<Instant> {
+        self.started
     }
 
     fn fail(&mut self, now: Instant, ep: &mut Endpoint, msg: String) {
@@ -381,6 +538,8 @@ impl BulkClient {
                 if let Err(e) = self.receiver.pump(ep, ch, id) {
                     return self.fail(now, ep, format!("receive: {e}"));
                 }
+                self.progress
+                    .store(self.receiver.received, Ordering::Relaxed);
                 if self.receiver.finished {
                     let bytes = self.receiver.received;
                     self.finish_transfer(now, ep, bytes);
@@ -388,17 +547,21 @@ impl BulkClient {
             }
             Mode::Upload => {
                 let reply = &mut self.reply;
-                let fin = match ep.read(ch, id, 64, |_, d| {
-                    reply.extend_from_slice(&d[..d.len().min(8)])
-                }) {
-                    Ok(st) => st.finished,
-                    Err(e) => return self.fail(now, ep, format!("reply: {e}")),
-                };
-                if fin {
-                    if self.reply.len() != 8 {
-                        return self.fail(now, ep, "malformed reply".into());
+                let fin = loop {
+                    match ep.read(ch, id, 4096, |_, d| reply.on_bytes(d)) {
+                        Ok(st) if st.finished => break true,
+                        Ok(st) if st.bytes == 0 => break false,
+                        Ok(_) => {}
+                        Err(e) => return self.fail(now, ep, format!("reply: {e}")),
                     }
-                    let acked = u64::from_be_bytes(self.reply[..8].try_into().expect("8 bytes"));
+                };
+                if let Some(n) = self.reply.latest {
+                    self.progress.store(n, Ordering::Relaxed);
+                }
+                if fin {
+                    let Some(acked) = self.reply.finish() else {
+                        return self.fail(now, ep, "malformed reply".into());
+                    };
                     let sent = self.sender.as_ref().map_or(0, |s| s.sent);
                     if acked != sent {
                         self.result.mismatches += acked.abs_diff(sent);
@@ -429,7 +592,10 @@ impl App for BulkClient {
                     return self.fail(now, ep, "cannot open stream".into());
                 };
                 self.stream = Some(id);
-                let prefix = self.request.encode().to_vec();
+                let prefix = match self.request.encode_v2(self.server_cca.as_deref()) {
+                    Ok(p) => p,
+                    Err(e) => return self.fail(now, ep, e),
+                };
                 let deadline = self.request.duration.map(|d| now + d);
                 self.sender = Some(match self.request.mode {
                     Mode::Download => Sender::new(prefix, Some(0), None),
@@ -438,7 +604,24 @@ impl App for BulkClient {
             }
             Event::Closed(_, reason) => {
                 if self.result.error.is_none() && !self.result.complete {
-                    self.result.error = Some(format!("closed before completion: {reason:?}"));
+                    self.result.error = Some(match &reason {
+                        CloseReason::Application { code, reason }
+                            if *code == u64::from(CCA_REFUSED) =>
+                        {
+                            format!(
+                                "server refused the CCA: {}",
+                                String::from_utf8_lossy(reason)
+                            )
+                        }
+                        CloseReason::Application { code, reason } => format!(
+                            "peer closed with code {code} before completion: {}",
+                            String::from_utf8_lossy(reason)
+                        ),
+                        CloseReason::TimedOut => {
+                            "no answer from the server (idle timeout)".to_string()
+                        }
+                        other => format!("closed before completion: {other:?}"),
+                    });
                 }
                 self.result.close = Some(reason);
             }
@@ -464,12 +647,24 @@ impl App for BulkClient {
     }
 }
 
+/// An upload being received.
+#[derive(Debug)]
+struct Upload {
+    rx: Receiver,
+    /// v2: when the next progress count is due.
+    next_progress: Option<Instant>,
+    /// Reply bytes not yet accepted by the stream (at most one count).
+    out: Vec<u8>,
+    /// The final count, once the data has ended.
+    reply: Option<Sender>,
+}
+
 /// One stream on the server.
 #[derive(Debug)]
 enum ServerStream {
     Header(Vec<u8>),
     Sending(Sender),
-    Receiving(Receiver, Option<Sender>),
+    Receiving(Upload),
 }
 
 /// Server-side totals.
@@ -485,6 +680,8 @@ pub struct ServerSummary {
     pub mismatches: u64,
     /// Requests rejected as malformed.
     pub bad_requests: u64,
+    /// Downloads refused because the requested CCA is invalid or not allowed.
+    pub refused_cca: u64,
     /// Connections closed with code 0 by the peer.
     pub clean_closes: u64,
     /// Final reports of drained connections (the first 1024).
@@ -499,6 +696,7 @@ pub struct BulkServer {
     streams: HashMap<(ConnectionHandle, StreamId), ServerStream>,
     live: HashSet<ConnectionHandle>,
     shutdown: Arc<AtomicBool>,
+    allowed_ccas: Option<Vec<String>>,
     /// Totals.
     pub summary: ServerSummary,
 }
@@ -507,6 +705,26 @@ impl BulkServer {
     /// A server.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Only switch to requested CCAs whose registry name (`cubic`, `libra`,
+    /// `taxed`, ...) is in `names`; by default any valid spec is accepted.
+    pub fn with_allowed_ccas(mut self, names: Vec<String>) -> Self {
+        self.allowed_ccas = Some(names);
+        self
+    }
+
+    /// Whether `spec` may be requested: `Err` says why not.
+    pub fn check_cca(&self, spec: &str) -> Result<(), String> {
+        let cca = tollgate_cca::build(spec, &tollgate_cca::Env::default())
+            .map_err(|e| format!("invalid CCA \"{spec}\": {e}"))?;
+        match &self.allowed_ccas {
+            Some(allowed) if !allowed.iter().any(|a| a == cca.name()) => Err(format!(
+                "CCA \"{spec}\" is not allowed by this server (--allow-cca {})",
+                allowed.join(",")
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Setting this flag makes the server finish once no connection is left.
@@ -535,27 +753,50 @@ impl BulkServer {
         state: &mut ServerStream,
     ) -> Result<bool, StreamError> {
         if let ServerStream::Header(buf) = state {
-            let want = REQUEST_LEN - buf.len();
-            let st = ep.read(ch, id, want, |_, d| buf.extend_from_slice(d))?;
-            if buf.len() < REQUEST_LEN {
-                if st.finished {
-                    self.summary.bad_requests += 1;
-                    ep.close(now, ch, PROTOCOL_ERROR, b"short request");
+            let (received, len) = loop {
+                match Request::parse(buf) {
+                    RequestParse::Done(r, len) => break (r, len),
+                    RequestParse::Malformed => {
+                        self.summary.bad_requests += 1;
+                        ep.close(now, ch, PROTOCOL_ERROR, b"bad request");
+                        return Ok(false);
+                    }
+                    RequestParse::Need(want) => {
+                        let st = ep.read(ch, id, want, |_, d| buf.extend_from_slice(d))?;
+                        if st.bytes == 0 {
+                            if st.finished {
+                                self.summary.bad_requests += 1;
+                                ep.close(now, ch, PROTOCOL_ERROR, b"short request");
+                                return Ok(false);
+                            }
+                            return Ok(true);
+                        }
+                    }
+                }
+            };
+            let req = received.request;
+            if let (Mode::Download, Some(spec)) = (req.mode, received.server_cca.as_deref()) {
+                let switched = self
+                    .check_cca(spec)
+                    .and_then(|()| ep.set_cca(ch, spec).map_err(|e| e.to_string()));
+                if let Err(why) = switched {
+                    self.summary.refused_cca += 1;
+                    tracing::info!(cca = spec, %why, "download refused");
+                    ep.close(now, ch, CCA_REFUSED, why.as_bytes());
                     return Ok(false);
                 }
-                return Ok(true);
             }
-            let Some(req) = Request::decode(buf) else {
-                self.summary.bad_requests += 1;
-                ep.close(now, ch, PROTOCOL_ERROR, b"bad request");
-                return Ok(false);
-            };
             let deadline = req.duration.map(|d| now + d);
             *state = match req.mode {
                 Mode::Download => {
                     ServerStream::Sending(Sender::new(Vec::new(), req.size, deadline))
                 }
-                Mode::Upload => ServerStream::Receiving(Receiver::new(REQUEST_LEN as u64), None),
+                Mode::Upload => ServerStream::Receiving(Upload {
+                    rx: Receiver::new(len as u64),
+                    next_progress: (received.version >= 2).then(|| now + PROGRESS_INTERVAL),
+                    out: Vec::with_capacity(8),
+                    reply: None,
+                }),
             };
         }
         match state {
@@ -572,21 +813,34 @@ impl BulkServer {
                 }
                 Ok(true)
             }
-            ServerStream::Receiving(r, reply) => {
-                if reply.is_none() {
+            ServerStream::Receiving(up) => {
+                if up.reply.is_none() {
+                    let r = &mut up.rx;
                     let before = (r.received, r.mismatches);
                     r.pump(ep, ch, id)?;
                     self.summary.bytes_received += r.received - before.0;
                     self.summary.mismatches += r.mismatches - before.1;
+                    if up.next_progress.is_some_and(|t| now >= t) {
+                        up.next_progress = Some(now + PROGRESS_INTERVAL);
+                        if up.out.is_empty() {
+                            up.out.extend_from_slice(&r.received.to_be_bytes());
+                        }
+                    }
+                    while !up.out.is_empty() {
+                        let n = ep.write(ch, id, &up.out)?;
+                        if n == 0 {
+                            break;
+                        }
+                        up.out.drain(..n);
+                    }
                     if r.finished {
-                        *reply = Some(Sender::new(
-                            r.received.to_be_bytes().to_vec(),
-                            Some(0),
-                            None,
-                        ));
+                        up.next_progress = None;
+                        let mut last = std::mem::take(&mut up.out);
+                        last.extend_from_slice(&r.received.to_be_bytes());
+                        up.reply = Some(Sender::new(last, Some(0), None));
                     }
                 }
-                if let Some(s) = reply {
+                if let Some(s) = &mut up.reply {
                     s.pump(now, ep, ch, id)?;
                     if s.finished {
                         self.summary.transfers += 1;
@@ -598,15 +852,14 @@ impl BulkServer {
         }
     }
 
-    /// Earliest deadline of a timed download.
-    fn next_deadline(&self) -> Option<Instant> {
-        self.streams
-            .values()
-            .filter_map(|s| match s {
-                ServerStream::Sending(s) => s.deadline(),
-                _ => None,
-            })
-            .min()
+    /// When a stream has timed work: the end of a timed download, or an
+    /// upload's next progress count.
+    fn stream_deadline(s: &ServerStream) -> Option<Instant> {
+        match s {
+            ServerStream::Sending(s) => s.deadline(),
+            ServerStream::Receiving(up) => up.next_progress,
+            ServerStream::Header(_) => None,
+        }
     }
 }
 
@@ -648,10 +901,8 @@ impl App for BulkServer {
         let due: Vec<_> = self
             .streams
             .iter()
-            .filter_map(|(k, s)| match s {
-                ServerStream::Sending(s) if s.deadline().is_some_and(|d| d <= now) => Some(*k),
-                _ => None,
-            })
+            .filter(|(_, s)| Self::stream_deadline(s).is_some_and(|d| d <= now))
+            .map(|(k, _)| *k)
             .collect();
         for (ch, id) in due {
             self.drive(now, ep, ch, id);
@@ -659,7 +910,10 @@ impl App for BulkServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.next_deadline()
+        self.streams
+            .values()
+            .filter_map(Self::stream_deadline)
+            .min()
     }
 
     fn is_done(&self) -> bool {
@@ -686,6 +940,71 @@ mod tests {
         };
         assert_eq!(Request::decode(&unlimited.encode()), Some(unlimited));
         assert_eq!(Request::decode(b"nope"), None);
+    }
+
+    #[test]
+    fn v2_requests_carry_the_server_cca_and_parse_incrementally() {
+        let r = Request {
+            mode: Mode::Download,
+            size: Some(1 << 20),
+            duration: None,
+        };
+        let wire = r.encode_v2(Some("libra(capacity=1Gbit)")).unwrap();
+        assert_eq!(wire.len(), REQUEST_LEN + 1 + 21);
+        // Byte by byte, the parser asks for more until it has everything.
+        for cut in 0..wire.len() {
+            match Request::parse(&wire[..cut]) {
+                RequestParse::Need(n) => assert!(n >= 1 && cut + n <= wire.len(), "cut {cut}"),
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+        let mut with_data = wire.clone();
+        with_data.extend_from_slice(b"trailing data");
+        let RequestParse::Done(got, len) = Request::parse(&with_data) else {
+            panic!("complete request not parsed");
+        };
+        assert_eq!(len, wire.len());
+        assert_eq!(got.request, r);
+        assert_eq!(got.server_cca.as_deref(), Some("libra(capacity=1Gbit)"));
+        assert_eq!(got.version, 2);
+        // Empty spec: the server's default.
+        let RequestParse::Done(got, _) = Request::parse(&r.encode_v2(None).unwrap()) else {
+            panic!()
+        };
+        assert_eq!(got.server_cca, None);
+        // v1 still parses.
+        let RequestParse::Done(got, len) = Request::parse(&r.encode()) else {
+            panic!()
+        };
+        assert_eq!((got.version, len), (1, REQUEST_LEN));
+        assert_eq!(
+            Request::parse(b"GET / HTTP/1.1\r\n"),
+            RequestParse::Malformed
+        );
+        let mut bad_mode = wire.clone();
+        bad_mode[4] = b'X';
+        assert_eq!(Request::parse(&bad_mode), RequestParse::Malformed);
+        let mut non_ascii = wire;
+        non_ascii[REQUEST_LEN + 1] = 0xff;
+        assert_eq!(Request::parse(&non_ascii), RequestParse::Malformed);
+        assert!(r.encode_v2(Some(&"x".repeat(256))).is_err());
+    }
+
+    #[test]
+    fn reply_counts_keep_the_latest_and_reject_a_torn_end() {
+        let mut c = ReplyCounts::default();
+        let mut wire = Vec::new();
+        for v in [10u64, 2000, 123_456] {
+            wire.extend_from_slice(&v.to_be_bytes());
+        }
+        for chunk in wire.chunks(5) {
+            c.on_bytes(chunk);
+        }
+        assert_eq!(c.latest, Some(123_456));
+        assert_eq!(c.finish(), Some(123_456));
+        c.on_bytes(&[1, 2, 3]);
+        assert_eq!(c.finish(), None, "a partial count at the end is malformed");
+        assert_eq!(ReplyCounts::default().finish(), None);
     }
 
     #[test]

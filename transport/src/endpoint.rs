@@ -34,6 +34,7 @@ use tracing::Span;
 use crate::adapter::CcaHandle;
 use crate::pacing::RatePacer;
 use crate::stats::{ConnReport, EndpointStats, Recorder};
+use crate::window::Windows;
 
 /// Bound on queued stateless responses.
 const MAX_RESPONSES: usize = 1024;
@@ -63,8 +64,13 @@ pub struct ConnectionOptions {
     pub stats_interval: Duration,
     /// Per-packet ACK policy.
     pub prompt_acks: PromptAcks,
-    /// Flow-control window per stream and per connection (bytes); also the send buffer.
-    pub window: u32,
+    /// Initial connection-level receive window, bytes (what the peer may
+    /// send ahead of our reads). See [`window`](crate::window) for how it
+    /// grows up to [`max_window`](Self::max_window).
+    pub window: u64,
+    /// Ceiling of the receive window's auto-tuning and of the send buffer,
+    /// bytes; `max_window == window` fixes the receive window.
+    pub max_window: u64,
     /// Idle timeout.
     pub idle_timeout: Duration,
 }
@@ -76,7 +82,8 @@ impl Default for ConnectionOptions {
             mark_dscp: false,
             stats_interval: Duration::from_millis(100),
             prompt_acks: PromptAcks::Auto,
-            window: 16 << 20,
+            window: crate::window::DEFAULT_INITIAL,
+            max_window: crate::window::DEFAULT_MAX,
             idle_timeout: Duration::from_secs(30),
         }
     }
@@ -103,10 +110,12 @@ impl ConnectionOptions {
     fn transport(&self, cca: &CcaHandle) -> Arc<TransportConfig> {
         let mut t = TransportConfig::default();
         t.congestion_controller_factory(cca.factory());
-        let window = VarInt::from_u32(self.window);
-        t.stream_receive_window(window)
-            .receive_window(window)
-            .send_window(u64::from(self.window));
+        let w = crate::window::Windows::new(self.window, self.max_window, cca.window());
+        // The stream window is the ceiling: the connection window (grown by
+        // auto-tuning) is what limits the peer.
+        t.stream_receive_window(VarInt::from_u64(w.max).unwrap_or(VarInt::MAX))
+            .receive_window(VarInt::from_u64(w.receive).unwrap_or(VarInt::MAX))
+            .send_window(w.send);
         t.max_idle_timeout(self.idle_timeout.try_into().ok());
         if self.wants_prompt_acks() {
             let mut af = AckFrequencyConfig::default();
@@ -265,6 +274,26 @@ impl fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
+/// An error from [`Endpoint::set_cca`].
+#[derive(Debug)]
+pub enum SetCcaError {
+    /// No such connection.
+    UnknownConnection,
+    /// The CCA spec is invalid.
+    Cca(tollgate_cca::SpecError),
+}
+
+impl fmt::Display for SetCcaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetCcaError::UnknownConnection => f.write_str("no such connection"),
+            SetCcaError::Cca(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetCcaError {}
+
 /// Result of one [`Endpoint::read`] call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadStatus {
@@ -278,6 +307,8 @@ struct Conn {
     proto: quinn_proto::Connection,
     cca: CcaHandle,
     dscp: u8,
+    mark_dscp: bool,
+    windows: Windows,
     pacer: RatePacer,
     pacing_wait: Option<Instant>,
     created: Instant,
@@ -392,12 +423,15 @@ impl Endpoint {
             remote = %proto.remote_address()
         );
         tracing::info!(parent: &span, dscp, prompt_acks = options.wants_prompt_acks(), "connection created");
+        let windows = Windows::new(options.window, options.max_window, cca.window());
         self.conns.insert(
             ch,
             Conn {
                 proto,
                 cca,
                 dscp,
+                mark_dscp: options.mark_dscp,
+                windows,
                 pacer: RatePacer::default(),
                 pacing_wait: None,
                 created: now,
@@ -435,6 +469,11 @@ impl Endpoint {
                 if let Some(conn) = self.conns.get_mut(&ch) {
                     conn.rec.peer_dscp[usize::from(tos.unwrap_or(0) >> 2)] += 1;
                     conn.proto.handle_event(ev);
+                    let rtt = conn.proto.rtt();
+                    if let Some(w) = conn.windows.on_consumed(now, conn.rec.app_rx, rtt) {
+                        conn.proto
+                            .set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
+                    }
                     self.process(now, ch);
                 }
             }
@@ -690,7 +729,14 @@ impl Endpoint {
         data: &[u8],
     ) -> Result<usize, StreamError> {
         let conn = self.conn(ch)?;
-        match conn.proto.send_stream(stream).write(data) {
+        let mut result = conn.proto.send_stream(stream).write(data);
+        if matches!(result, Err(quinn_proto::WriteError::Blocked)) {
+            if let Some(w) = conn.windows.on_write_blocked(conn.cca.window()) {
+                conn.proto.set_send_window(w);
+                result = conn.proto.send_stream(stream).write(data);
+            }
+        }
+        match result {
             Ok(n) => {
                 conn.rec.app_tx += n as u64;
                 Ok(n)
@@ -784,6 +830,22 @@ impl Endpoint {
         }
     }
 
+    /// Replace a connection's congestion controller with `spec` (a server
+    /// applying the CCA its client asked for, before any application data is
+    /// sent). With DSCP marking on, later datagrams carry the new variant.
+    pub fn set_cca(&mut self, ch: ConnectionHandle, spec: &str) -> Result<(), SetCcaError> {
+        let conn = self
+            .conns
+            .get_mut(&ch)
+            .ok_or(SetCcaError::UnknownConnection)?;
+        conn.cca.replace(spec).map_err(SetCcaError::Cca)?;
+        if conn.mark_dscp {
+            conn.dscp = conn.cca.variant().dscp();
+        }
+        tracing::info!(parent: &conn.span, cca = spec, "congestion control replaced");
+        Ok(())
+    }
+
     /// Statistics of a live connection as of `now`.
     pub fn stats(&self, now: Instant, ch: ConnectionHandle) -> Option<ConnReport> {
         self.report(now, ch)
@@ -808,6 +870,7 @@ impl Endpoint {
             cca: conn.cca.snapshot(),
             quic: conn.proto.stats(),
             peer_dscp: conn.rec.peer_dscp,
+            windows: conn.windows.clone(),
         }
     }
 

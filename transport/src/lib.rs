@@ -9,6 +9,7 @@
 //! | [`adapter`] | any `tollgate-cca` algorithm as quinn-proto's `congestion::Controller` |
 //! | [`endpoint`] | **sans-IO core**: datagrams and explicit `now` in, datagrams and timeouts out |
 //! | [`pacing`] | token bucket honouring a CCA's own pacing rate |
+//! | [`window`] | flow-control windows: receive-window auto-tuning, a send buffer that follows the congestion window |
 //! | [`stats`] | goodput/cwnd/RTT time series, RTT histogram, endpoint counters |
 //! | [`bulk`] | bulk-transfer protocol and the client/server apps |
 //! | [`udp`] | `sendmsg`/`recvmsg` with per-datagram TOS (DSCP + ECN) and GSO |
@@ -108,11 +109,12 @@ pub mod quiche_peer;
 pub mod stats;
 pub mod tls;
 pub mod udp;
+pub mod window;
 
 pub use driver::{App, Driver};
 pub use endpoint::{
     CloseReason, ConnectError, ConnectionOptions, Endpoint, EndpointOptions, Event, PromptAcks,
-    ReadStatus, StreamError, Transmit,
+    ReadStatus, SetCcaError, StreamError, Transmit,
 };
 pub use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
 pub use stats::{ConnReport, EndpointStats, Sample};

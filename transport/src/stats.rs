@@ -132,12 +132,23 @@ pub struct ConnReport {
     pub quic: quinn_proto::ConnectionStats,
     /// Datagrams received from the peer, by DSCP codepoint.
     pub peer_dscp: [u64; 64],
+    /// Flow-control windows (receive window, send buffer, how often they grew or capped).
+    pub windows: crate::window::Windows,
 }
 
 impl ConnReport {
     /// RTT at quantile `q` (0..=1), or `None` with no samples.
     pub fn rtt_quantile(&self, q: f64) -> Option<Duration> {
         (!self.rtt_us.is_empty()).then(|| Duration::from_micros(self.rtt_us.value_at_quantile(q)))
+    }
+
+    /// Whether flow control rather than congestion control limited this
+    /// connection as a sender: it told the peer it was blocked by the peer's
+    /// window (DATA_BLOCKED / STREAM_DATA_BLOCKED frames), or its own send
+    /// buffer was at the ceiling while the congestion window wanted more.
+    pub fn window_limited(&self) -> bool {
+        self.quic.frame_tx.data_blocked + self.quic.frame_tx.stream_data_blocked > 0
+            || self.windows.send_limited > 0
     }
 
     /// The DSCP codepoints the peer's datagrams carried, with counts.

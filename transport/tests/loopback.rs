@@ -4,6 +4,8 @@
 mod common;
 
 use common::*;
+use tollgate_transport::bulk::{BulkClient, BulkServer};
+use tollgate_transport::driver::UdpIo;
 use tollgate_transport::ConnectionOptions;
 
 const SIZE: u64 = 512 << 10;
@@ -57,6 +59,93 @@ fn every_registered_cca_downloads_and_uploads_intact() {
         drop(driver);
         eprintln!("{spec}: {:?}", t0.elapsed());
     }
+}
+
+#[test]
+fn downloads_use_the_cca_the_client_asks_for_within_the_allow_list() {
+    let certs = certs();
+    let app = BulkServer::new().with_allowed_ccas(vec!["newreno".into(), "cubic".into()]);
+    let server = start_app_on(
+        UdpIo::bind(loopback()).unwrap(),
+        &certs,
+        ConnectionOptions::with_cca("newreno"),
+        app,
+    );
+    let ask = |spec: &str| {
+        let client = BulkClient::new(
+            server.addr,
+            "localhost",
+            download(SIZE),
+            ConnectionOptions::default(),
+        )
+        .with_server_cca(spec);
+        run_app_on(UdpIo::bind(loopback()).unwrap(), &certs, client).1
+    };
+    let cubic = ask("cubic(beta=0.8)");
+    assert_intact("download with cubic", &cubic, SIZE);
+    let libra = ask("libra");
+    assert!(!libra.complete);
+    let why = libra.error.unwrap_or_default();
+    assert!(
+        why.contains("server refused the CCA") && why.contains("not allowed"),
+        "{why}"
+    );
+    let invalid = ask("nosuchcca");
+    assert!(invalid.error.unwrap_or_default().contains("invalid CCA"));
+    let (_, app) = server.stop();
+    assert_eq!(app.summary.refused_cca, 2);
+    assert_eq!(app.summary.transfers, 1);
+    let specs: Vec<&str> = app
+        .summary
+        .reports
+        .iter()
+        .map(|r| r.cca.spec.as_str())
+        .collect();
+    assert!(
+        specs.contains(&"cubic(beta=0.8)"),
+        "the server sent with the requested CCA: {specs:?}"
+    );
+}
+
+#[test]
+fn a_v2_upload_reports_receiver_progress_while_it_runs() {
+    let certs = certs();
+    let server = start_server(&certs, ConnectionOptions::default());
+    let request = tollgate_transport::bulk::Request {
+        mode: tollgate_transport::bulk::Mode::Upload,
+        size: None,
+        duration: Some(std::time::Duration::from_millis(700)),
+    };
+    let client = BulkClient::new(
+        server.addr,
+        "localhost",
+        request,
+        ConnectionOptions::default(),
+    );
+    let progress = client.progress();
+    let watcher = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for _ in 0..40 {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            seen.push(progress.load(std::sync::atomic::Ordering::Relaxed));
+        }
+        seen
+    });
+    let (_, r) = run_app_on(UdpIo::bind(loopback()).unwrap(), &certs, client);
+    let seen = watcher.join().unwrap();
+    assert!(r.complete, "{r:?}");
+    let mid_run: Vec<u64> = seen
+        .iter()
+        .copied()
+        .filter(|&b| b > 0 && b < r.bytes)
+        .collect();
+    assert!(
+        mid_run.len() >= 3,
+        "server counts arrive during the upload, not only at the end: {seen:?} (final {})",
+        r.bytes
+    );
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "monotonic: {seen:?}");
+    server.stop();
 }
 
 #[test]

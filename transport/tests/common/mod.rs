@@ -70,6 +70,15 @@ pub fn start_server_on<S: DatagramSocket + Send + 'static>(
     certs: &SelfSigned,
     defaults: ConnectionOptions,
 ) -> Server<S> {
+    start_app_on(socket, certs, defaults, BulkServer::new())
+}
+
+pub fn start_app_on<S: DatagramSocket + Send + 'static>(
+    socket: S,
+    certs: &SelfSigned,
+    defaults: ConnectionOptions,
+    app: BulkServer,
+) -> Server<S> {
     let mut driver = Driver::new(socket, EndpointOptions::default()).unwrap();
     driver
         .endpoint()
@@ -77,7 +86,6 @@ pub fn start_server_on<S: DatagramSocket + Send + 'static>(
         .unwrap();
     let addr = driver.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let app = BulkServer::new();
     let shutdown = app.shutdown_flag();
     let thread = Some(spawn(driver, app, stop.clone()));
     Server {
@@ -112,10 +120,19 @@ pub fn run_client_on<S: DatagramSocket + Send + 'static>(
     request: Request,
     options: ConnectionOptions,
 ) -> (Driver<S>, BulkResult) {
+    let app = BulkClient::new(server, "localhost", request, options);
+    run_app_on(socket, certs, app)
+}
+
+/// Run a prepared client app to completion (or 30 s).
+pub fn run_app_on<S: DatagramSocket + Send + 'static>(
+    socket: S,
+    certs: &SelfSigned,
+    app: BulkClient,
+) -> (Driver<S>, BulkResult) {
     let mut driver = Driver::new(socket, EndpointOptions::default()).unwrap();
     driver.endpoint().set_client(certs.client_crypto().unwrap());
     let stop = Arc::new(AtomicBool::new(false));
-    let app = BulkClient::new(server, "localhost", request, options);
     let handle = spawn(driver, app, stop.clone());
     // Watchdog: a hung transfer fails the test instead of hanging it.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
