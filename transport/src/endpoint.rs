@@ -766,11 +766,42 @@ impl Endpoint {
         ch: ConnectionHandle,
         stream: StreamId,
         max: usize,
+        sink: impl FnMut(u64, &[u8]),
+    ) -> Result<ReadStatus, StreamError> {
+        self.read_chunks(ch, stream, max, true, sink)
+    }
+
+    /// Read up to `max` bytes as they arrive, out of order, each byte once,
+    /// handing each chunk with its stream offset to `sink`. `finished` is set
+    /// once every byte up to the stream's end has been handed out.
+    ///
+    /// Bulk receivers read this way: quinn-proto aborts a connection whose
+    /// in-order reassembly buffer holds more than 1,024 separate chunks ("too
+    /// many gaps in stream buffer", its bound against memory exhaustion), which
+    /// a high-BDP flow with a burst of losses (slow-start overshoot at
+    /// 10 Gbit/s x 120 ms) exceeds. Read unordered, data leaves the buffer as
+    /// it arrives. Once a stream is read unordered it cannot be read in order.
+    pub fn read_unordered(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        max: usize,
+        sink: impl FnMut(u64, &[u8]),
+    ) -> Result<ReadStatus, StreamError> {
+        self.read_chunks(ch, stream, max, false, sink)
+    }
+
+    fn read_chunks(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        max: usize,
+        ordered: bool,
         mut sink: impl FnMut(u64, &[u8]),
     ) -> Result<ReadStatus, StreamError> {
         let conn = self.conn(ch)?;
         let mut recv = conn.proto.recv_stream(stream);
-        let mut chunks = recv.read(true).map_err(|_| StreamError::ClosedStream)?;
+        let mut chunks = recv.read(ordered).map_err(|_| StreamError::ClosedStream)?;
         let mut status = ReadStatus::default();
         let mut error = None;
         while status.bytes < max {

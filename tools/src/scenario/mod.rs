@@ -21,6 +21,7 @@
 use std::fmt;
 use std::path::Path;
 
+pub mod kind;
 mod resolve;
 mod resolved;
 mod router;

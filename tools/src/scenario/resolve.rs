@@ -8,6 +8,7 @@ use std::time::Duration;
 use tollgate_cca::units::{format_duration, parse_bytes, parse_duration, parse_rate_bps};
 use tollgate_cca::{Env, VariantId};
 
+use super::kind::FlowKind;
 use super::router::resolve_router;
 use super::schema::{OneOrMany, RawFlowGroup, RawMetrics, RawScenario, RawTopology};
 use super::{Draw, FlowGroup, MetricSpec, Scenario, ScenarioError, TopologyKind, PACKET_BYTES};
@@ -256,20 +257,31 @@ fn resolve_flow_group(
     if !(1..=10_000).contains(&count) {
         return Err(ScenarioError::new(p("count"), count, "1 ..= 10000"));
     }
-    let cca = tollgate_cca::build(&g.cca, &Env::default()).map_err(|e| {
-        let allowed = if e.valid.is_empty() {
-            e.message.clone()
-        } else {
-            format!("{}; valid: {}", e.message, e.valid.join(", "))
-        };
-        ScenarioError::new(
-            p("cca"),
-            format!("\"{}\" (at `{}`)", g.cca, e.part),
-            allowed,
-        )
-    })?;
-    let variant: VariantId = cca.variant();
-    let cca_name = cca.name().to_string();
+    let kind = if g.cca.starts_with("tcp:") || g.cca.starts_with("quiche:") {
+        FlowKind::parse(&g.cca)
+            .map_err(|e| ScenarioError::new(p("cca"), format!("\"{}\"", g.cca), e))?
+    } else {
+        tollgate_cca::build(&g.cca, &Env::default()).map_err(|e| {
+            let allowed = if e.valid.is_empty() {
+                e.message.clone()
+            } else {
+                format!("{}; valid: {}", e.message, e.valid.join(", "))
+            };
+            ScenarioError::new(
+                p("cca"),
+                format!("\"{}\" (at `{}`)", g.cca, e.part),
+                allowed,
+            )
+        })?;
+        FlowKind::Quic(g.cca.clone())
+    };
+    let variant: VariantId = kind.variant();
+    let cca_name = match &kind {
+        FlowKind::Quic(spec) => tollgate_cca::build(spec, &Env::default())
+            .map(|c| c.name().to_string())
+            .unwrap_or_default(),
+        other => other.to_string(),
+    };
     let hops = topo.hops;
     let hops_range = match (topo.kind, g.hops) {
         (_, None) => (0, hops - 1),
@@ -335,6 +347,20 @@ fn resolve_flow_group(
         None => None,
         Some(r) => Some(rate(&p("rate_cap"), r)?),
     };
+    let window_bytes = match g.window.as_deref() {
+        None | Some("auto") => None,
+        Some(w) => {
+            let v = bytes(&p("window"), w)?;
+            if !(16_384.0..=4e9).contains(&v) {
+                return Err(ScenarioError::new(
+                    p("window"),
+                    format!("\"{w}\""),
+                    "\"auto\" or a size 16KB ..= 4GB",
+                ));
+            }
+            Some(v as u64)
+        }
+    };
     let prompt_acks = g.prompt_acks.clone().unwrap_or_else(|| "auto".into());
     if !["auto", "always", "never"].contains(&prompt_acks.as_str()) {
         return Err(ScenarioError::new(
@@ -358,6 +384,7 @@ fn resolve_flow_group(
         reverse: g.reverse.unwrap_or(false),
         hops: hops_range,
         prompt_acks,
+        window_bytes,
     })
 }
 

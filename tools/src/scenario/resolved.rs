@@ -54,6 +54,8 @@ pub struct FlowGroup {
     pub hops: (u32, u32),
     /// Receiver ACK policy: `auto`, `always` (one ACK per packet), `never` (QUIC default).
     pub prompt_acks: String,
+    /// Fixed flow-control window (bytes); `None` = auto-tuned.
+    pub window_bytes: Option<u64>,
 }
 
 /// The resolved router configuration.

@@ -195,6 +195,19 @@ pub fn run(
     progress: &mut dyn FnMut(f64),
     stop: &AtomicBool,
 ) -> anyhow::Result<RunData> {
+    if let Some((i, g)) = s
+        .flows
+        .iter()
+        .enumerate()
+        .find(|(_, g)| g.cca.starts_with("tcp:") || g.cca.starts_with("quiche:"))
+    {
+        anyhow::bail!(
+            "flows[{i}].cca = \"{}\": kernel TCP and quiche flows run in `tollgate load` and \
+             `tollgate testbed`; `tollgate sim` runs Tollgate QUIC flows (a registry spec \
+             such as \"cubic\")",
+            g.cca
+        );
+    }
     let net = topology::build(s)?;
     let crypto = Crypto::new()?;
     let mut seeder = tollgate_cca::rng::seeded(s.seed ^ 0xe9d9_0000);
@@ -206,7 +219,7 @@ pub fn run(
                 chunk.copy_from_slice(&tollgate_cca::rng::Rng::next_u64(&mut seeder).to_le_bytes());
             }
             let addr = if client { f.client } else { f.server };
-            hosts.push(Host::new(addr, i as u32, seed, &crypto, client)?);
+            hosts.push(Host::new(addr, i as u32, seed, &crypto, client, f.window)?);
         }
     }
     let nflows = net.flows.len();
@@ -377,13 +390,16 @@ impl Sim<'_> {
             .fold(0.0, f64::max);
         let buffer_bytes = f64::from(s.router.buffer_packets) * PACKET_BYTES as f64;
         let bdp = s.bottleneck_rate_bps * max_rtt / 8.0;
-        let window = (2.0 * (bdp + buffer_bytes)).clamp(1.0 * 1048576.0, 256.0 * 1048576.0) as u32;
+        let auto = (2.0 * (bdp + buffer_bytes)).clamp(1.0 * 1048576.0, 256.0 * 1048576.0) as u64;
         let options = ConnectionOptions {
             cca: spec.cca.clone(),
             mark_dscp: spec.mark_dscp,
             stats_interval: Duration::from_secs(3600),
             prompt_acks: spec.prompt_acks,
-            window,
+            window: spec.window.unwrap_or(auto),
+            max_window: spec
+                .window
+                .unwrap_or(tollgate_transport::window::DEFAULT_MAX),
             idle_timeout: Duration::from_secs(600),
         };
         let (server, size) = (spec.server, spec.size);

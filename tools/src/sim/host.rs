@@ -82,6 +82,7 @@ impl Host {
         seed: [u8; 32],
         crypto: &Crypto,
         client: bool,
+        window: Option<u64>,
     ) -> anyhow::Result<Self> {
         let mut ep = Endpoint::new(EndpointOptions {
             max_connections: 4,
@@ -93,10 +94,13 @@ impl Host {
             ep.set_client(crypto.client.clone());
             Role::Client(ClientApp::default())
         } else {
+            let base = ConnectionOptions::default();
             let defaults = ConnectionOptions {
                 idle_timeout: Duration::from_secs(600),
                 stats_interval: Duration::from_secs(3600),
-                ..ConnectionOptions::default()
+                window: window.unwrap_or(base.window),
+                max_window: window.unwrap_or(base.max_window),
+                ..base
             };
             ep.set_server(crypto.server.clone(), defaults)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -167,7 +171,7 @@ impl Host {
             Role::Server(app) => match ev {
                 Event::Accepted(ch) => app.conn = Some(ch),
                 Event::StreamOpened(ch, id) | Event::Readable(ch, id) => {
-                    while let Ok(st) = self.ep.read(ch, id, 1 << 24, |_, _| {}) {
+                    while let Ok(st) = self.ep.read_unordered(ch, id, 1 << 24, |_, _| {}) {
                         app.rx_bytes += st.bytes as u64;
                         if st.finished {
                             app.fin_at.get_or_insert(now_ns);

@@ -55,6 +55,8 @@ pub struct FlowSpec {
     pub long_lived: bool,
     /// Receiver ACK policy the sender requests.
     pub prompt_acks: PromptAcks,
+    /// Fixed flow-control window, bytes (`None`: auto-tuned).
+    pub window: Option<u64>,
 }
 
 /// The built network.
@@ -97,53 +99,7 @@ pub fn build(s: &Scenario) -> anyhow::Result<Network> {
         .ok_or_else(|| anyhow::anyhow!("router configuration missing"))?;
 
     // Flows first (the classifier rules need their addresses).
-    let mut flows = Vec::new();
-    for (gi, g) in s.flows.iter().enumerate() {
-        let mut arrival = 0.0;
-        for k in 0..g.count {
-            let i = flows.len();
-            let start = match g.interarrival_s {
-                Some(mean) => {
-                    let base = draw(&mut rng, g.start_s[0]);
-                    if k > 0 {
-                        let u = rng::uniform_f64(&mut rng).max(1e-12);
-                        arrival += -mean * u.ln();
-                    }
-                    base + arrival
-                }
-                None => draw(&mut rng, g.start_s[k as usize]),
-            };
-            let size = g
-                .size_bytes
-                .map(|d| draw(&mut rng, d).round().max(1.0) as u64);
-            let (client, server) = if g.reverse {
-                (addr(false, i, 5000), addr(true, i, 443))
-            } else {
-                (addr(true, i, 5000), addr(false, i, 443))
-            };
-            flows.push(FlowSpec {
-                group: gi,
-                index: k,
-                cca: g.cca.clone(),
-                variant: VariantId::from_dscp(g.variant).unwrap_or(VariantId::UNMARKED),
-                rtt_ns: (g.rtt_s[k as usize] * 1e9).round() as u64,
-                start_ns: (start * 1e9).round() as u64,
-                size,
-                client,
-                server,
-                up_path: Vec::new(),
-                down_path: Vec::new(),
-                mark_dscp: g.mark_dscp,
-                reverse: g.reverse,
-                long_lived: size.is_none() && g.interarrival_s.is_none(),
-                prompt_acks: match g.prompt_acks.as_str() {
-                    "always" => PromptAcks::Always,
-                    "never" => PromptAcks::Never,
-                    _ => PromptAcks::Auto,
-                },
-            });
-        }
-    }
+    let mut flows = instantiate_flows(s, &mut rng);
 
     // Variant rules when the router is told each flow's variant by the scenario.
     let rules: Vec<Rule> = if s.router.classify == "scenario" {
@@ -223,4 +179,61 @@ pub fn build(s: &Scenario) -> anyhow::Result<Network> {
         reverse_ports,
         hash_seed,
     })
+}
+
+/// Every flow of the scenario with its start, size and addresses drawn, in
+/// group order. `tollgate load` uses the same draws (same seed, same starts
+/// and sizes) as the emulator.
+pub fn flows(s: &Scenario) -> Vec<FlowSpec> {
+    instantiate_flows(s, &mut rng::seeded(s.seed ^ 0x5eed_f10e))
+}
+
+fn instantiate_flows(s: &Scenario, rng: &mut SimRng) -> Vec<FlowSpec> {
+    let mut flows = Vec::new();
+    for (gi, g) in s.flows.iter().enumerate() {
+        let mut arrival = 0.0;
+        for k in 0..g.count {
+            let i = flows.len();
+            let start = match g.interarrival_s {
+                Some(mean) => {
+                    let base = draw(rng, g.start_s[0]);
+                    if k > 0 {
+                        let u = rng::uniform_f64(rng).max(1e-12);
+                        arrival += -mean * u.ln();
+                    }
+                    base + arrival
+                }
+                None => draw(rng, g.start_s[k as usize]),
+            };
+            let size = g.size_bytes.map(|d| draw(rng, d).round().max(1.0) as u64);
+            let (client, server) = if g.reverse {
+                (addr(false, i, 5000), addr(true, i, 443))
+            } else {
+                (addr(true, i, 5000), addr(false, i, 443))
+            };
+            flows.push(FlowSpec {
+                group: gi,
+                index: k,
+                cca: g.cca.clone(),
+                variant: VariantId::from_dscp(g.variant).unwrap_or(VariantId::UNMARKED),
+                rtt_ns: (g.rtt_s[k as usize] * 1e9).round() as u64,
+                start_ns: (start * 1e9).round() as u64,
+                size,
+                client,
+                server,
+                up_path: Vec::new(),
+                down_path: Vec::new(),
+                mark_dscp: g.mark_dscp,
+                reverse: g.reverse,
+                long_lived: size.is_none() && g.interarrival_s.is_none(),
+                prompt_acks: match g.prompt_acks.as_str() {
+                    "always" => PromptAcks::Always,
+                    "never" => PromptAcks::Never,
+                    _ => PromptAcks::Auto,
+                },
+                window: g.window_bytes,
+            });
+        }
+    }
+    flows
 }
