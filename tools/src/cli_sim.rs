@@ -13,8 +13,8 @@ use tollgate_tools::{experiment, plot, results, scenario};
 /// Exit code of a run stopped by a signal (128 + SIGINT, as a shell reports it).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// Set by the first SIGINT / SIGTERM; the engine polls it.
-static STOP: AtomicBool = AtomicBool::new(false);
+/// Set by the first SIGINT / SIGTERM; the engine (or the load sampler) polls it.
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 /// Signals received so far.
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
@@ -73,13 +73,18 @@ pub struct ReportArgs {
 /// Install the SIGINT / SIGTERM handler: the first signal sets [`STOP`], the
 /// second exits at once with [`EXIT_INTERRUPTED`].
 fn install_stop_handler() -> anyhow::Result<()> {
-    ctrlc::set_handler(|| {
+    install_stop_handler_saying(
+        "interrupted: stopping at the current virtual time and writing partial results \
+         (Ctrl-C again to abort at once)",
+    )
+}
+
+/// [`install_stop_handler`] with the given message on the first signal.
+pub(crate) fn install_stop_handler_saying(message: &'static str) -> anyhow::Result<()> {
+    ctrlc::set_handler(move || {
         if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
             STOP.store(true, Ordering::SeqCst);
-            eprintln!(
-                "\ninterrupted: stopping at the current virtual time and writing partial results \
-                 (Ctrl-C again to abort at once)"
-            );
+            eprintln!("\n{message}");
         } else {
             eprintln!("\naborted");
             std::process::exit(i32::from(EXIT_INTERRUPTED));

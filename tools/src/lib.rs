@@ -12,6 +12,8 @@
 //! | [`plot`] | SVG and PNG plots from a results file |
 //! | [`experiment`] | one scenario file end to end: every sweep point simulated, written, plotted, printed (used by `tollgate sim`) |
 //! | [`campaign`] | sweep points x seeds as numbered runs (`sim --run-index`), the plan file, `campaign.json` (merge), the Slurm script |
+//! | [`serve`] | `tollgate serve`: QUIC workers (SO_REUSEPORT) and a TCP acceptor speaking the bulk protocol, live Prometheus metrics |
+//! | [`load`] | `tollgate load`: a scenario's flows as real QUIC, kernel TCP and quiche connections; the environment of a real run |
 //! | [`stats`] | mean and 95 % Student-t confidence interval over seeds |
 //!
 //! The binary's command-line glue is not part of the library: `src/main.rs`
@@ -22,9 +24,11 @@
 
 pub mod campaign;
 pub mod experiment;
+pub mod load;
 pub mod metrics;
 pub mod plot;
 pub mod results;
 pub mod scenario;
+pub mod serve;
 pub mod sim;
 pub mod stats;

@@ -7,8 +7,9 @@
 //! (re-render its results), in `cli_sim.rs`, over the library's
 //! `experiment` module; `tollgate campaign plan|run|merge|slurm` (seeds x
 //! sweep points as numbered runs, a local process pool, Slurm job arrays), in
-//! `cli_campaign.rs`. The load generator (`load`/`serve`) and the testbed
-//! runner join here as their issues land.
+//! `cli_campaign.rs`. `tollgate serve` and `tollgate
+//! load` (the load generator for real networks), in `cli_load.rs`. The
+//! testbed runner joins here as its issue lands.
 
 use std::process::ExitCode;
 
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 mod cli_campaign;
 mod cli_cca;
+mod cli_load;
 mod cli_sim;
 
 /// Tollgate: run, measure and fix congestion-control unfairness.
@@ -39,6 +41,10 @@ enum Command {
     Sim(cli_sim::SimArgs),
     /// Re-render a results.json (table and plots) without re-running.
     Report(cli_sim::ReportArgs),
+    /// Serve bulk transfers to `tollgate load` (QUIC and kernel TCP, client-chosen CCAs).
+    Serve(cli_load::ServeArgs),
+    /// Run a scenario's flows (or --flows) over a real network against `tollgate serve`.
+    Load(cli_load::LoadArgs),
     /// Many seeds and sweep points: plan, run locally in parallel, merge, or submit to Slurm.
     #[command(subcommand)]
     Campaign(cli_campaign::CampaignCommand),
@@ -52,6 +58,8 @@ fn main() -> ExitCode {
         Command::Sim(args) => cli_sim::sim(args),
         Command::Report(args) => cli_sim::report(args).map(|()| ExitCode::SUCCESS),
         Command::Campaign(command) => cli_campaign::run(command),
+        Command::Serve(args) => cli_load::serve(args),
+        Command::Load(args) => cli_load::load(args),
     };
     match result {
         Ok(code) => code,

@@ -54,6 +54,9 @@ pub struct Results {
     pub series: Series,
     /// RRMQS measurements, when the discipline is RRMQS.
     pub rrmqs: Option<RrmqsResult>,
+    /// Real runs (`tollgate load`): software, machine and path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::load::environment::Environment>,
 }
 
 /// Headline numbers over the measurement window.
@@ -139,6 +142,16 @@ pub struct FlowResult {
     pub cca_stats: Vec<(String, String)>,
     /// Error, if the flow failed.
     pub error: Option<String>,
+    /// Flow control, not congestion control, limited the sender at some
+    /// point (QUIC flows; see `ConnReport::window_limited`).
+    #[serde(default)]
+    pub window_limited: Option<bool>,
+    /// Real runs: `quic`, `tcp` or `quiche`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+    /// Real runs: how late the flow started against its schedule, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_late_ms: Option<f64>,
 }
 
 /// Aggregate of a set of flows (a variant or a group).
@@ -247,7 +260,8 @@ pub struct RrmqsResult {
     pub accuracy: Option<f64>,
 }
 
-fn variant_name(v: u8) -> String {
+/// Display name of a variant id (DSCP codepoint).
+pub fn variant_name(v: u8) -> String {
     let id = tollgate_cca::VariantId::from_dscp(v).unwrap_or(tollgate_cca::VariantId::UNMARKED);
     let base = tollgate_cca::registry::name_of_variant(
         tollgate_cca::VariantId::from_dscp(v & 31).unwrap_or(id),
@@ -376,6 +390,9 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
                 .map(|d| d.as_secs_f64() * 1e3),
             cca_stats,
             error: f.error.clone(),
+            window_limited: report.map(|r| r.window_limited()),
+            stack: None,
+            start_late_ms: None,
         });
     }
 
@@ -564,18 +581,27 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         });
 
     // Variants and groups.
-    let mut vids: Vec<u8> = flows.iter().map(|f| f.variant).collect();
+    // Kernel TCP and quiche flows form their own rows (`tcp:cubic` is not
+    // Tollgate's CUBIC even though it carries the same variant id).
+    let label = |f: &FlowResult| {
+        if f.cca.starts_with("tcp:") || f.cca.starts_with("quiche:") {
+            f.cca.clone()
+        } else {
+            variant_name(f.variant)
+        }
+    };
+    let mut vids: Vec<(u8, String)> = flows.iter().map(|f| (f.variant, label(f))).collect();
     vids.sort_unstable();
     vids.dedup();
     let variants = vids
-        .iter()
-        .map(|&v| {
+        .into_iter()
+        .map(|(v, name)| {
             let x: Vec<f64> = flows
                 .iter()
-                .filter(|f| f.variant == v)
+                .filter(|f| f.variant == v && label(f) == name)
                 .map(|f| f.goodput_mbps)
                 .collect();
-            group(variant_name(v), &x, total)
+            group(name, &x, total)
         })
         .collect();
     let groups = s
@@ -626,6 +652,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         ports,
         series,
         rrmqs,
+        environment: None,
     }
 }
 
@@ -696,13 +723,18 @@ pub fn table(r: &Results) -> String {
             text
         }
     };
+    let how = if r.environment.is_some() {
+        "on a real network"
+    } else {
+        "simulated"
+    };
     let simulated = if r.partial {
         format!(
-            "PARTIAL: stopped at {:.1} s of {} s simulated",
+            "PARTIAL: stopped at {:.1} s of {} s {how}",
             r.reached_s, s.duration_s
         )
     } else {
-        format!("{} s simulated", s.duration_s)
+        format!("{} s {how}", s.duration_s)
     };
     let window = if s.window_empty {
         "no measurement window".to_string()
@@ -716,13 +748,16 @@ pub fn table(r: &Results) -> String {
     };
     let _ = writeln!(
         o,
-        "scenario {}{}: {} at {} Mbit/s, {simulated}, {window}",
+        "scenario {}{}: {}, {simulated}, {window}",
         r.scenario,
         r.sweep_point
             .as_ref()
             .map_or(String::new(), |p| format!(" [{p}]")),
-        s.discipline,
-        s.bottleneck_mbps,
+        if s.bottleneck_mbps > 0.0 {
+            format!("{} at {} Mbit/s", s.discipline, s.bottleneck_mbps)
+        } else {
+            s.discipline.clone()
+        },
     );
     let _ = writeln!(
         o,
@@ -802,12 +837,16 @@ pub fn table(r: &Results) -> String {
         );
         return o;
     }
+    let utilization = if r.ports.is_empty() {
+        String::new()
+    } else {
+        format!("  utilization {:.1}%", s.utilization * 100.0)
+    };
     let _ = writeln!(
         o,
-        "overall: JFI {}  fairness ratio {}  utilization {:.1}%  goodput {:.2} Mbit/s  time to ratio {}: {}",
+        "overall: JFI {}  fairness ratio {}{utilization}  goodput {:.2} Mbit/s  time to ratio {}: {}",
         opt(s.jain, 3),
         opt(s.fairness_ratio, 2),
-        s.utilization * 100.0,
         s.total_goodput_mbps,
         s.target_fairness_ratio,
         s.time_to_target_s

@@ -63,6 +63,15 @@ impl UdpIo {
         })
     }
 
+    /// Wrap a socket made by [`udp::bind`] or [`udp::bind_reuse_port`].
+    pub fn from_std(std: std::net::UdpSocket) -> Self {
+        let gso = udp::gso_supported(std.as_raw_fd());
+        UdpIo {
+            socket: mio::net::UdpSocket::from_std(std),
+            gso,
+        }
+    }
+
     /// Never batch datagrams (GSO off).
     pub fn without_gso(mut self) -> Self {
         self.gso = false;

@@ -910,6 +910,22 @@ impl Endpoint {
         &self.stats
     }
 
+    /// Handles of the live connections.
+    pub fn handles(&self) -> &[ConnectionHandle] {
+        &self.order
+    }
+
+    /// A live connection's application bytes: (own CCA's variant, bytes
+    /// sent), (the DSCP codepoint most of the peer's datagrams carried, bytes
+    /// received). A cheap view for periodic metrics, unlike [`stats`](Self::stats).
+    pub fn conn_bytes(&self, ch: ConnectionHandle) -> Option<((u8, u64), (u8, u64))> {
+        let c = self.conns.get(&ch)?;
+        Some((
+            (c.cca.variant().dscp(), c.rec.app_tx),
+            (dominant_dscp(&c.rec.peer_dscp), c.rec.app_rx),
+        ))
+    }
+
     /// Live (not yet drained) connections.
     pub fn connection_count(&self) -> usize {
         self.conns.len()
@@ -930,4 +946,15 @@ impl Endpoint {
     pub fn remote_address(&self, ch: ConnectionHandle) -> Option<SocketAddr> {
         self.conns.get(&ch).map(|c| c.proto.remote_address())
     }
+}
+
+/// The codepoint with the most datagrams (0 when none were counted).
+pub fn dominant_dscp(counts: &[u64; 64]) -> u8 {
+    let mut best = 0usize;
+    for (i, &n) in counts.iter().enumerate() {
+        if n > counts[best] {
+            best = i;
+        }
+    }
+    best as u8
 }

@@ -101,6 +101,28 @@ pub struct PeerOptions {
     /// (closing with [`PROTOCOL_ERROR`]); a server stops after this long even
     /// if it was not asked to.
     pub time_limit: Duration,
+    /// A client's goodput bytes so far (bytes received for downloads, bytes
+    /// quiche accepted onto the stream for uploads), for a sampler on another
+    /// thread.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl PeerOptions {
+    /// Default options with congestion control `name` (`reno`, `cubic`,
+    /// `bbr`, `bbr2`); `None` for other names.
+    pub fn with_cc(name: &str) -> Option<Self> {
+        let cc = match name {
+            "reno" => CongestionControlAlgorithm::Reno,
+            "cubic" => CongestionControlAlgorithm::CUBIC,
+            "bbr" => CongestionControlAlgorithm::BBR,
+            "bbr2" => CongestionControlAlgorithm::BBR2,
+            _ => return None,
+        };
+        Some(PeerOptions {
+            cc,
+            ..PeerOptions::default()
+        })
+    }
 }
 
 impl Default for PeerOptions {
@@ -110,6 +132,7 @@ impl Default for PeerOptions {
             window: 16 << 20,
             idle_timeout: Duration::from_secs(5),
             time_limit: Duration::from_secs(10),
+            progress: None,
         }
     }
 }
@@ -476,6 +499,7 @@ struct ClientState {
     close_pending: bool,
     closing: bool,
     result: QuicheResult,
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl ClientState {
@@ -531,6 +555,9 @@ impl ClientState {
                 return self.fail(conn, format!("send: {e}"));
             }
             self.result.bytes_sent = s.sent;
+            if let (Mode::Upload, Some(p)) = (self.request.mode, self.progress.as_ref()) {
+                p.store(s.sent, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         // Read whatever the server sent on our stream.
         let mut fin = false;
@@ -541,6 +568,12 @@ impl ClientState {
                     match self.request.mode {
                         Mode::Download => {
                             self.receiver.on_chunk(self.read_offset, &buf[..n]);
+                            if let Some(p) = self.progress.as_ref() {
+                                p.store(
+                                    self.receiver.received,
+                                    std::sync::atomic::Ordering::Relaxed,
+                                );
+                            }
                         }
                         Mode::Upload => {
                             let room = 8usize.saturating_sub(self.reply.len());
@@ -579,7 +612,7 @@ impl ClientState {
 
 /// Run one bulk transfer as a quiche client against `remote` (a Tollgate
 /// [`BulkServer`](crate::bulk::BulkServer) or any server of the protocol),
-/// from a fresh socket on the loopback address of `remote`'s family. Returns
+/// from a fresh socket on the unspecified address of `remote`'s family. Returns
 /// within [`PeerOptions::time_limit`] plus about a second.
 pub fn run_client(
     remote: SocketAddr,
@@ -608,11 +641,13 @@ pub fn spawn_client(
         .expect("spawn quiche client thread")
 }
 
-fn loopback_for(remote: SocketAddr) -> SocketAddr {
+/// Any local address of `remote`'s family (the kernel picks the source
+/// address of the route to `remote`).
+fn unspecified_for(remote: SocketAddr) -> SocketAddr {
     if remote.is_ipv6() {
-        "[::1]:0".parse().expect("address")
+        "[::]:0".parse().expect("address")
     } else {
-        "127.0.0.1:0".parse().expect("address")
+        "0.0.0.0:0".parse().expect("address")
     }
 }
 
@@ -624,7 +659,7 @@ fn client_loop(
     out: &mut QuicheResult,
 ) -> Result<(), PeerError> {
     let mut cfg = config(options, None)?;
-    let mut io = Io::bind(loopback_for(remote))?;
+    let mut io = Io::bind(unspecified_for(remote))?;
     let scid = random_cid();
     let scid = quiche::ConnectionId::from_ref(&scid);
     let mut conn = quiche::connect(Some(server_name), &scid, io.local, remote, &mut cfg)?;
@@ -640,6 +675,7 @@ fn client_loop(
         close_pending: false,
         closing: false,
         result: QuicheResult::default(),
+        progress: options.progress.clone(),
     };
     let mut buf = vec![0u8; RECV_BUF];
     loop {

@@ -50,7 +50,20 @@ fn setsockopt_int(
 /// A non-blocking UDP socket bound to `addr`, reporting received TOS and with
 /// don't-fragment set (for path-MTU discovery).
 pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    bind_with(addr, false)
+}
+
+/// [`bind`] with `SO_REUSEPORT`, so several sockets (one per server thread)
+/// share `addr` and the kernel spreads flows over them by their 4-tuple.
+pub fn bind_reuse_port(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    bind_with(addr, true)
+}
+
+fn bind_with(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if reuse_port {
+        setsockopt_int(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
     socket.set_nonblocking(true)?;
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);

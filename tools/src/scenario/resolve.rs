@@ -361,6 +361,16 @@ fn resolve_flow_group(
             Some(v as u64)
         }
     };
+    let server = match &g.server {
+        None => None,
+        Some(a) => Some(a.parse::<std::net::SocketAddr>().map_err(|_| {
+            ScenarioError::new(
+                p("server"),
+                format!("\"{a}\""),
+                "an address with port, e.g. \"10.0.0.2:4433\"",
+            )
+        })?),
+    };
     let prompt_acks = g.prompt_acks.clone().unwrap_or_else(|| "auto".into());
     if !["auto", "always", "never"].contains(&prompt_acks.as_str()) {
         return Err(ScenarioError::new(
@@ -385,6 +395,7 @@ fn resolve_flow_group(
         hops: hops_range,
         prompt_acks,
         window_bytes,
+        server,
     })
 }
 

@@ -56,6 +56,8 @@ pub struct FlowGroup {
     pub prompt_acks: String,
     /// Fixed flow-control window (bytes); `None` = auto-tuned.
     pub window_bytes: Option<u64>,
+    /// `tollgate load`: this group's server instead of `--server` (ignored by `sim`).
+    pub server: Option<std::net::SocketAddr>,
 }
 
 /// The resolved router configuration.

@@ -107,6 +107,8 @@ pub struct RawFlowGroup {
     pub hops: Option<[u32; 2]>,
     /// Receiver ACK policy: `auto` (default), `always`, `never`.
     pub prompt_acks: Option<String>,
+    /// `tollgate load` only: this group's server (`ADDR:PORT`) instead of `--server`.
+    pub server: Option<String>,
     /// Flow-control window: `auto` (default: starts at 16 MiB, auto-tuned up
     /// to 256 MiB) or a fixed size such as `64MB` (QUIC flows).
     pub window: Option<String>,

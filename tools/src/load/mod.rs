@@ -1,0 +1,557 @@
+//! `tollgate load`: the scenario's `[[flows]]` as real connections to a
+//! `tollgate serve`.
+//!
+//! The flows are drawn exactly as the emulator draws them
+//! ([`crate::sim::topology::flows`]: same seed, same starts, sizes and
+//! arrivals), then each runs on a real stack:
+//!
+//! - **Tollgate QUIC** ([`FlowKind::Quic`]): a [`BulkClient`] on its own UDP
+//!   socket (its own 5-tuple and DSCP), driven by its own mio loop. Forward
+//!   flows upload with the flow's CCA; `reverse` flows download and ask the
+//!   server for the flow's CCA (bulk protocol v2).
+//! - **Kernel TCP** ([`FlowKind::Tcp`]): [`tcp::run_flow`], `TCP_CONGESTION`
+//!   and `IP_TOS` on the data sender.
+//! - **quiche** ([`FlowKind::Quiche`], feature `quiche`): uploads from
+//!   quiche's client with its own congestion control.
+//!
+//! What is not emulated: `rtt` (and the topology) belong to the path the
+//! packets take. The results say so ([`crate::results::Environment::note`])
+//! and report each flow's *measured* minimum RTT in `rtt_ms`.
+//!
+//! A sampler on the calling thread records every flow's goodput bytes each
+//! `sample_interval` (receiver-side: bytes received and verified, or the
+//! server's progress counts for uploads; TCP uploads use `tcpi_bytes_acked`),
+//! so [`crate::results::build`] computes the same metrics as for `sim`.
+
+pub mod environment;
+pub mod tcp;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use quinn_proto::crypto::rustls::QuicClientConfig;
+use tollgate_router::DropReason;
+use tollgate_transport::bulk::{BulkClient, Mode, Request};
+use tollgate_transport::{ConnReport, ConnectionOptions, Driver, EndpointOptions, PromptAcks};
+
+use crate::results::{self, Results};
+use crate::scenario::kind::FlowKind;
+use crate::scenario::Scenario;
+use crate::sim::engine::{FlowRecord, RunData};
+use crate::sim::topology::{self, FlowSpec};
+
+/// How long flows still running at the end of the duration get to finish
+/// (sized flows; unbounded ones end at the duration on their own).
+pub const GRACE: Duration = Duration::from_secs(5);
+/// Time between building the plan and the first start, for thread start-up.
+const LEAD: Duration = Duration::from_millis(200);
+
+/// How to reach the server.
+#[derive(Clone)]
+pub struct LoadOptions {
+    /// The server's address (UDP and TCP on the same port).
+    pub server: SocketAddr,
+    /// Name the server certificate must carry.
+    pub server_name: String,
+    /// TLS roots for QUIC flows.
+    pub crypto: Arc<QuicClientConfig>,
+    /// Local address to bind (default: the unspecified address of the server's family).
+    pub bind: Option<IpAddr>,
+    /// Connection set-up limit.
+    pub connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("server", &self.server)
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What `load` adds to a flow's results beyond the `sim` fields.
+#[derive(Clone, Debug, Default)]
+pub struct FlowExtra {
+    /// `quic`, `tcp` or `quiche`.
+    pub stack: String,
+    /// Actual start minus scheduled start, ms.
+    pub start_late_ms: f64,
+    /// Flow control limited the sender (QUIC).
+    pub window_limited: Option<bool>,
+    /// Measured minimum RTT, ms.
+    pub min_rtt_ms: Option<f64>,
+    /// TCP: final TCP_INFO.
+    pub tcp: Option<tcp::TcpStats>,
+    /// TCP: sampled RTT percentiles p50 / p99, ms.
+    pub tcp_rtt_ms: Option<(f64, f64)>,
+    /// Every requested byte arrived intact.
+    pub complete: bool,
+}
+
+/// Everything a load run measured.
+#[derive(Debug)]
+pub struct LoadRun {
+    /// The same raw data the emulator produces (no router ports).
+    pub data: RunData,
+    /// Per flow, in flow order.
+    pub extra: Vec<FlowExtra>,
+}
+
+/// One flow's outcome, from its thread.
+#[derive(Debug, Default)]
+struct Outcome {
+    started: Option<Instant>,
+    bytes: u64,
+    complete: bool,
+    finished_at: Option<Instant>,
+    error: Option<String>,
+    report: Option<ConnReport>,
+    tcp: Option<tcp::TcpOutcome>,
+}
+
+/// Checks that need the flow kinds: everything `load` cannot do is an error
+/// naming the field.
+pub fn check(s: &Scenario) -> anyhow::Result<()> {
+    for (i, g) in s.flows.iter().enumerate() {
+        let kind = FlowKind::parse(&g.cca).map_err(|e| anyhow::anyhow!("flows[{i}].cca: {e}"))?;
+        if g.reverse && g.rate_cap_bps.is_some() {
+            anyhow::bail!(
+                "flows[{i}]: rate_cap with reverse = true is not supported by tollgate load \
+                 (the server would have to cap); cap uploads only"
+            );
+        }
+        if let FlowKind::Quiche(_) = kind {
+            if g.reverse {
+                anyhow::bail!(
+                    "flows[{i}]: quiche flows upload only (quiche's congestion control runs on \
+                     the quiche client); remove reverse = true"
+                );
+            }
+            if !cfg!(feature = "quiche") {
+                anyhow::bail!(
+                    "flows[{i}].cca = \"{}\": this tollgate was built without quiche; rebuild \
+                     with `cargo build --release -p tollgate-tools --features quiche`",
+                    g.cca
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn local_bind(o: &LoadOptions) -> SocketAddr {
+    let ip = o.bind.unwrap_or(if o.server.is_ipv6() {
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    });
+    SocketAddr::new(ip, 0)
+}
+
+/// Run every flow of `s` against the server; `on_sample(t, bytes)` is called
+/// after every sample with the seconds since the schedule's zero and each
+/// flow's goodput bytes so far. `stop` ends the run early (results partial).
+pub fn run(
+    s: &Scenario,
+    o: &LoadOptions,
+    stop: &AtomicBool,
+    on_sample: &mut dyn FnMut(f64, &[u64]),
+) -> anyhow::Result<LoadRun> {
+    check(s)?;
+    let specs = topology::flows(s);
+    let t0 = Instant::now() + LEAD;
+    let duration = Duration::from_secs_f64(s.duration_s);
+    let end = t0 + duration;
+    let flow_stop = Arc::new(AtomicBool::new(false));
+    let mut progress = Vec::new();
+    let mut outcomes: Vec<Arc<Mutex<Outcome>>> = Vec::new();
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    for spec in &specs {
+        let p = Arc::new(AtomicU64::new(0));
+        let out = Arc::new(Mutex::new(Outcome::default()));
+        progress.push(p.clone());
+        outcomes.push(out.clone());
+        let kind = FlowKind::parse(&spec.cca).map_err(|e| anyhow::anyhow!(e))?;
+        let g = &s.flows[spec.group];
+        let mut options = o.clone();
+        if let Some(addr) = g.server {
+            options.server = addr;
+        }
+        let job = FlowJob {
+            spec: spec.clone(),
+            kind,
+            start_at: t0 + Duration::from_nanos(spec.start_ns),
+            end,
+            rate_cap_bps: g.rate_cap_bps,
+            options,
+            bind: local_bind(o),
+        };
+        let stop = flow_stop.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("load-flow-{}", threads.len()))
+                .spawn(move || job.run(&stop, &p, &out))?,
+        );
+    }
+
+    // The sampler: every sample_interval until every flow is over.
+    let dt = Duration::from_secs_f64(s.sample_interval_s);
+    let mut t = Vec::new();
+    let mut rx: Vec<Vec<u64>> = vec![Vec::new(); specs.len()];
+    let mut k = 1u32;
+    let mut partial = false;
+    let hard_end = end + GRACE;
+    loop {
+        let at = t0 + dt * k;
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep((at - now).min(Duration::from_millis(20)));
+            if Instant::now() < at && !stop.load(Ordering::Relaxed) {
+                continue;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            partial = true;
+        }
+        let now = Instant::now();
+        let ts = now.saturating_duration_since(t0).as_secs_f64();
+        let snapshot: Vec<u64> = progress.iter().map(|p| p.load(Ordering::Relaxed)).collect();
+        // Samples stay on the schedule's grid; a final partial sample at the stop time.
+        t.push(if partial { ts } else { (dt * k).as_secs_f64() });
+        for (r, b) in rx.iter_mut().zip(&snapshot) {
+            r.push(*b);
+        }
+        on_sample(ts, &snapshot);
+        k += 1;
+        let all_done = threads.iter().all(|h| h.is_finished());
+        if partial || (all_done && now >= end) || now >= hard_end {
+            break;
+        }
+    }
+    flow_stop.store(true, Ordering::Relaxed);
+    for h in threads {
+        let _ = h.join();
+    }
+
+    // Assemble the emulator's record format.
+    let mut flows = Vec::new();
+    let mut extra = Vec::new();
+    for ((spec, out), samples) in specs.into_iter().zip(outcomes).zip(rx) {
+        let out = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
+        let scheduled = t0 + Duration::from_nanos(spec.start_ns);
+        let late = out.started.map_or(0.0, |st| {
+            st.saturating_duration_since(scheduled).as_secs_f64() * 1e3
+        });
+        let kind = FlowKind::parse(&spec.cca).map_err(|e| anyhow::anyhow!(e))?;
+        let mut x = FlowExtra {
+            stack: kind.stack().to_string(),
+            start_late_ms: late,
+            complete: out.complete,
+            ..FlowExtra::default()
+        };
+        if let Some(r) = &out.report {
+            x.window_limited = Some(r.window_limited());
+            x.min_rtt_ms = (!r.rtt_us.is_empty()).then(|| r.rtt_us.min() as f64 / 1e3);
+        }
+        if let Some(tc) = &out.tcp {
+            x.tcp = tc.stats.clone();
+            x.min_rtt_ms = tc
+                .stats
+                .as_ref()
+                .filter(|st| st.min_rtt_us > 0)
+                .map(|st| f64::from(st.min_rtt_us) / 1e3);
+            if !tc.rtt_us.is_empty() {
+                x.tcp_rtt_ms = Some((
+                    tc.rtt_us.value_at_quantile(0.5) as f64 / 1e3,
+                    tc.rtt_us.value_at_quantile(0.99) as f64 / 1e3,
+                ));
+            }
+        }
+        let mut error = out.error.clone();
+        if error.is_none() && !out.complete && !partial {
+            error = Some(match out.started {
+                None => "never started".to_string(),
+                Some(_) if spec.size.is_some() => format!(
+                    "did not finish within the duration plus {} s",
+                    GRACE.as_secs()
+                ),
+                Some(_) => "ended without completing its transfer".to_string(),
+            });
+        }
+        flows.push(FlowRecord {
+            rx: samples,
+            drops: [0; DropReason::COUNT],
+            access_drops: 0,
+            port_bytes: Vec::new(),
+            fin_at: out
+                .finished_at
+                .filter(|_| out.complete && spec.size.is_some())
+                .map(|f| f.saturating_duration_since(t0).as_nanos() as u64),
+            acked_at: None,
+            report: out.report,
+            error,
+            spec,
+        });
+        extra.push(x);
+    }
+    let reached_s = t.last().copied().unwrap_or(0.0);
+    Ok(LoadRun {
+        data: RunData {
+            t,
+            flows,
+            ports: Vec::new(),
+            packets_sent: 0,
+            events: 0,
+            partial,
+            reached_s: if partial { reached_s } else { s.duration_s },
+        },
+        extra,
+    })
+}
+
+/// One flow, ready to run on its own thread.
+struct FlowJob {
+    spec: FlowSpec,
+    kind: FlowKind,
+    start_at: Instant,
+    end: Instant,
+    rate_cap_bps: Option<f64>,
+    options: LoadOptions,
+    bind: SocketAddr,
+}
+
+impl FlowJob {
+    fn request(&self, now: Instant) -> Request {
+        Request {
+            mode: if self.spec.reverse {
+                Mode::Download
+            } else {
+                Mode::Upload
+            },
+            size: self.spec.size,
+            // Unbounded flows run to the end of the run.
+            duration: self.spec.size.is_none().then(|| {
+                self.end
+                    .saturating_duration_since(now)
+                    .max(Duration::from_millis(1))
+            }),
+        }
+    }
+
+    fn run(self, stop: &AtomicBool, progress: &AtomicU64, out: &Mutex<Outcome>) {
+        // Sleep to the start: coarse, then fine, so the start is within ~0.1 ms.
+        loop {
+            let now = Instant::now();
+            if now >= self.start_at || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let left = self.start_at - now;
+            if left > Duration::from_millis(2) {
+                std::thread::sleep(
+                    (left - Duration::from_millis(1)).min(Duration::from_millis(50)),
+                );
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let started = Instant::now();
+        let mut result = Outcome {
+            started: Some(started),
+            ..Outcome::default()
+        };
+        let request = self.request(started);
+        match &self.kind {
+            FlowKind::Quic(spec) => self.run_quic(spec, request, stop, progress, &mut result),
+            FlowKind::Tcp(name) => {
+                let flow = tcp::TcpFlow {
+                    server: self.options.server,
+                    cca: name.clone(),
+                    tos: if self.spec.mark_dscp {
+                        self.spec.variant.dscp() << 2
+                    } else {
+                        0
+                    },
+                    request,
+                    rate_cap_bps: self.rate_cap_bps,
+                    connect_timeout: self.options.connect_timeout,
+                };
+                let o = tcp::run_flow(&flow, stop, progress);
+                result.bytes = o.bytes;
+                result.complete = o.complete;
+                result.error = o.error.clone();
+                result.tcp = Some(o);
+            }
+            FlowKind::Quiche(cc) => self.run_quiche(cc, request, stop, progress, &mut result),
+        }
+        result.finished_at = Some(Instant::now());
+        *out.lock().unwrap_or_else(|e| e.into_inner()) = result;
+    }
+
+    fn run_quic(
+        &self,
+        spec: &str,
+        request: Request,
+        stop: &AtomicBool,
+        progress: &AtomicU64,
+        out: &mut Outcome,
+    ) {
+        let mut driver = match Driver::bind(self.bind, EndpointOptions::default()) {
+            Ok(d) => d,
+            Err(e) => {
+                out.error = Some(format!("bind {}: {e}", self.bind));
+                return;
+            }
+        };
+        driver.endpoint().set_client(self.options.crypto.clone());
+        let base = ConnectionOptions::default();
+        let sender_side = ConnectionOptions {
+            cca: if self.spec.reverse {
+                base.cca.clone()
+            } else {
+                spec.to_string()
+            },
+            mark_dscp: self.spec.mark_dscp,
+            prompt_acks: if self.spec.reverse {
+                PromptAcks::Auto
+            } else {
+                self.spec.prompt_acks
+            },
+            window: self.spec.window.unwrap_or(base.window),
+            max_window: self.spec.window.unwrap_or(base.max_window),
+            // Also the handshake timeout: an unreachable server fails the flow after this long.
+            idle_timeout: self.options.connect_timeout.max(Duration::from_millis(500)),
+            ..base
+        };
+        let mut app = BulkClient::new(
+            self.options.server,
+            &self.options.server_name,
+            request,
+            sender_side,
+        );
+        if self.spec.reverse {
+            app = app.with_server_cca(spec);
+        }
+        if let Some(bps) = self.rate_cap_bps {
+            app = app.with_rate_cap(bps);
+        }
+        let live = app.progress();
+        // Mirror the client's progress into the sampler's counter.
+        let driver_stop = Arc::new(AtomicBool::new(false));
+        let handle = tollgate_transport::driver::spawn(driver, app, driver_stop.clone());
+        while !handle.is_finished() {
+            progress.store(live.load(Ordering::Relaxed), Ordering::Relaxed);
+            if stop.load(Ordering::Relaxed) {
+                driver_stop.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        progress.store(live.load(Ordering::Relaxed), Ordering::Relaxed);
+        match handle.join() {
+            Ok(Ok((_, app))) => {
+                let r = app.result;
+                out.bytes = r.bytes;
+                out.complete = r.complete;
+                out.error = r.error.clone();
+                out.report = r.report.map(|b| *b);
+            }
+            Ok(Err(e)) => out.error = Some(format!("driver: {e}")),
+            Err(_) => out.error = Some("flow thread panicked".into()),
+        }
+    }
+
+    #[cfg(feature = "quiche")]
+    fn run_quiche(
+        &self,
+        cc: &str,
+        request: Request,
+        stop: &AtomicBool,
+        progress: &AtomicU64,
+        out: &mut Outcome,
+    ) {
+        use tollgate_transport::quiche_peer::{run_client, PeerOptions};
+        // quiche's client has its own hard time limit; a stop request ends
+        // the run at the sampler, and the flow at that limit.
+        let _ = stop;
+        let Some(base) = PeerOptions::with_cc(cc) else {
+            out.error = Some(format!("quiche has no congestion control \"{cc}\""));
+            return;
+        };
+        let live = Arc::new(AtomicU64::new(0));
+        let options = PeerOptions {
+            time_limit: request.duration.unwrap_or(Duration::from_secs(3600)) + GRACE,
+            progress: Some(live.clone()),
+            ..base
+        };
+        let server = self.options.server;
+        let name = self.options.server_name.clone();
+        let handle = std::thread::spawn(move || run_client(server, &name, request, &options));
+        while !handle.is_finished() {
+            progress.store(live.load(Ordering::Relaxed), Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let r = match handle.join() {
+            Ok(r) => r,
+            Err(_) => {
+                out.error = Some("quiche client panicked".into());
+                return;
+            }
+        };
+        progress.store(r.bytes, Ordering::Relaxed);
+        out.bytes = r.bytes;
+        out.complete = r.complete;
+        out.error = r.error.clone();
+    }
+
+    #[cfg(not(feature = "quiche"))]
+    fn run_quiche(
+        &self,
+        _cc: &str,
+        _request: Request,
+        _stop: &AtomicBool,
+        _progress: &AtomicU64,
+        out: &mut Outcome,
+    ) {
+        out.error = Some("this tollgate was built without the quiche feature".into());
+    }
+}
+
+/// The results file of a load run: the `sim` metrics over the sampled
+/// goodput, plus each flow's stack, start lateness, measured RTT (in
+/// `rtt_ms`: nothing is emulated), TCP_INFO figures and the environment.
+pub fn into_results(s: &Scenario, run: &LoadRun, env: environment::Environment) -> Results {
+    let mut r = results::build(s, &run.data);
+    r.summary.bottleneck_mbps = 0.0;
+    r.summary.discipline = "real network".into();
+    for (f, x) in r.flows.iter_mut().zip(&run.extra) {
+        f.stack = Some(x.stack.clone());
+        f.start_late_ms = Some(x.start_late_ms);
+        if x.window_limited.is_some() {
+            f.window_limited = x.window_limited;
+        }
+        f.rtt_ms = x.min_rtt_ms.unwrap_or(0.0);
+        if let Some(t) = &x.tcp {
+            f.srtt_ms = Some(f64::from(t.srtt_us) / 1e3);
+            f.lost_packets = u64::from(t.total_retrans);
+            f.sent_packets = u64::from(t.segs_out);
+            f.cca_stats = vec![
+                ("cwnd_segments".into(), t.cwnd_segments.to_string()),
+                ("mss".into(), t.mss.to_string()),
+                ("total_retrans".into(), t.total_retrans.to_string()),
+                ("pacing_rate_Bps".into(), t.pacing_rate.to_string()),
+            ];
+        }
+        if let Some((p50, p99)) = x.tcp_rtt_ms {
+            f.rtt_p50_ms = Some(p50);
+            f.rtt_p99_ms = Some(p99);
+        }
+    }
+    r.environment = Some(env);
+    r
+}

@@ -1,0 +1,322 @@
+//! `tollgate serve` and `tollgate load` on loopback: real sockets, real
+//! kernels, every byte verified by the receiver.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use tollgate_tools::load::{self, environment, LoadOptions, LoadRun};
+use tollgate_tools::results::Results;
+use tollgate_tools::scenario::{self, Scenario};
+use tollgate_tools::serve::{self, ServeOptions, Server};
+use tollgate_transport::tls::SelfSigned;
+
+struct Setup {
+    server: Server,
+    opts: LoadOptions,
+}
+
+fn start(allow: Option<&[&str]>, max_connections: usize) -> Setup {
+    let certs = SelfSigned::generate(&["tollgate"]).expect("certificate");
+    let server = serve::start(&ServeOptions {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        threads: 2,
+        crypto: certs.server_crypto().unwrap(),
+        allow_cca: allow.map(|l| l.iter().map(|s| s.to_string()).collect()),
+        default_cca: "newreno".into(),
+        max_connections,
+    })
+    .expect("serve");
+    let opts = LoadOptions {
+        server: server.addrs[0],
+        server_name: "tollgate".into(),
+        crypto: certs.client_crypto().unwrap(),
+        bind: None,
+        connect_timeout: Duration::from_secs(2),
+    };
+    Setup { server, opts }
+}
+
+/// A scenario whose top-level keys (before the first `[[flows]]`) and flow
+/// groups are `body`, on a placeholder topology (load does not emulate it).
+fn scenario(body: &str) -> Scenario {
+    let (top, flows) = body.split_at(body.find("[[flows]]").unwrap_or(body.len()));
+    let text = format!(
+        "name = \"t\"\nseed = 3\n{top}\n[topology]\nkind = \"dumbbell\"\nbottleneck = {{ rate = \"1Gbit\", delay = \"1ms\" }}\n{flows}"
+    );
+    scenario::parse_plan(&text).unwrap().runs.remove(0)
+}
+
+fn run(s: &Scenario, opts: &LoadOptions) -> (LoadRun, Results) {
+    let stop = AtomicBool::new(false);
+    let run = load::run(s, opts, &stop, &mut |_, _| {}).expect("load run");
+    let env = environment::collect("load", Some(opts.server), "test");
+    let r = load::into_results(s, &run, env);
+    (run, r)
+}
+
+fn quiche_group() -> &'static str {
+    if cfg!(feature = "quiche") {
+        "[[flows]]\nname = \"quiche\"\ncca = \"quiche:cubic\"\nrtt = \"2ms\"\nsize = \"2MB\"\n"
+    } else {
+        ""
+    }
+}
+
+#[test]
+fn a_mixed_run_verifies_every_byte_and_records_every_flow_with_its_kind() {
+    let setup = start(None, 1024);
+    let s = scenario(&format!(
+        r#"duration = "4s"
+[[flows]]
+name = "quic0"
+cca = "newreno"
+rtt = "2ms"
+size = "3MB"
+[[flows]]
+name = "quic1"
+cca = "cubic"
+rtt = "2ms"
+size = "3MB"
+[[flows]]
+name = "quic2"
+cca = "libra"
+rtt = "2ms"
+size = "3MB"
+[[flows]]
+name = "quic3"
+cca = "taxed(newreno)"
+rtt = "2ms"
+size = "3MB"
+[[flows]]
+name = "down"
+cca = "cubic"
+rtt = "2ms"
+size = "3MB"
+reverse = true
+[[flows]]
+name = "tcp"
+cca = "tcp:cubic"
+rtt = "2ms"
+size = "8MB"
+{}"#,
+        quiche_group()
+    ));
+    let (run, r) = run(&s, &setup.opts);
+    let summary = setup.server.stop();
+    let expected = 6 + usize::from(cfg!(feature = "quiche"));
+    assert_eq!(r.flows.len(), expected);
+    for (f, x) in r.flows.iter().zip(&run.extra) {
+        assert_eq!(f.error, None, "flow {} ({}) failed", f.id, f.cca);
+        assert!(x.complete, "flow {} ({}) incomplete", f.id, f.cca);
+        assert_eq!(f.bytes, f.size_bytes.unwrap(), "flow {} ({})", f.id, f.cca);
+        assert!(
+            f.completion_s.is_some(),
+            "flow {} has a completion time",
+            f.id
+        );
+        let stack = f.stack.as_deref().unwrap();
+        let want = if f.cca.starts_with("tcp:") {
+            "tcp"
+        } else if f.cca.starts_with("quiche:") {
+            "quiche"
+        } else {
+            "quic"
+        };
+        assert_eq!(stack, want, "flow {} kind", f.id);
+        assert!(
+            f.rtt_ms > 0.0 && f.rtt_ms < 50.0,
+            "measured loopback RTT: {}",
+            f.rtt_ms
+        );
+    }
+    let ccas: Vec<&str> = r.flows.iter().map(|f| f.cca.as_str()).collect();
+    for want in ["newreno", "cubic", "libra", "taxed(newreno)", "tcp:cubic"] {
+        assert!(ccas.contains(&want), "{want} in {ccas:?}");
+    }
+    // The server verified every uploaded byte.
+    assert_eq!(summary.quic.mismatches, 0);
+    let tcp_row = r.variants.iter().find(|v| v.name == "tcp:cubic");
+    assert!(
+        tcp_row.is_some(),
+        "kernel TCP has its own variant row: {:?}",
+        r.variants
+    );
+    let env = r.environment.as_ref().unwrap();
+    assert!(env.kernel.is_some() && !env.command_line.is_empty());
+}
+
+#[test]
+fn downloads_are_sent_with_the_cca_the_client_asked_for() {
+    let setup = start(Some(&["newreno", "cubic", "libra", "taxed", "reno"]), 1024);
+    let s = scenario(
+        r#"duration = "3s"
+[[flows]]
+name = "g0"
+cca = "cubic"
+rtt = "2ms"
+size = "1MB"
+reverse = true
+[[flows]]
+name = "g1"
+cca = "libra"
+rtt = "2ms"
+size = "1MB"
+reverse = true
+[[flows]]
+name = "g2"
+cca = "taxed(cubic, tau=0.02)"
+rtt = "2ms"
+size = "1MB"
+reverse = true
+[[flows]]
+name = "tcpdown"
+cca = "tcp:reno"
+rtt = "2ms"
+size = "1MB"
+reverse = true
+"#,
+    );
+    let (_, r) = run(&s, &setup.opts);
+    let summary = setup.server.stop();
+    for f in &r.flows {
+        assert_eq!(f.error, None, "{}", f.cca);
+    }
+    let server_side: Vec<&str> = summary
+        .quic
+        .reports
+        .iter()
+        .map(|c| c.cca.spec.as_str())
+        .collect();
+    for want in ["cubic", "libra", "taxed(cubic, tau=0.02)"] {
+        assert!(
+            server_side.contains(&want),
+            "the server's connection stats show {want}: {server_side:?}"
+        );
+    }
+}
+
+#[test]
+fn a_refused_cca_fails_that_flow_with_the_reason_and_the_others_finish() {
+    let setup = start(Some(&["newreno"]), 1024);
+    let s = scenario(
+        r#"duration = "3s"
+[[flows]]
+name = "g0"
+cca = "newreno"
+rtt = "2ms"
+size = "1MB"
+reverse = true
+[[flows]]
+name = "g1"
+cca = "cubic"
+rtt = "2ms"
+size = "1MB"
+reverse = true
+"#,
+    );
+    let (_, r) = run(&s, &setup.opts);
+    setup.server.stop();
+    assert_eq!(r.flows[0].error, None);
+    let why = r.flows[1].error.clone().unwrap_or_default();
+    assert!(why.contains("not allowed"), "{why}");
+}
+
+#[test]
+fn a_flow_to_a_port_where_nothing_listens_fails_while_the_others_finish() {
+    let setup = start(None, 1024);
+    // A port nobody listens on: bind one, note it, close it.
+    let dead: SocketAddr = {
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.local_addr().unwrap()
+    };
+    let s = scenario(&format!(
+        r#"duration = "3s"
+[[flows]]
+name = "ok0"
+cca = "cubic"
+rtt = "2ms"
+size = "1MB"
+[[flows]]
+name = "ok1"
+cca = "tcp:cubic"
+rtt = "2ms"
+size = "1MB"
+[[flows]]
+name = "dead-quic"
+cca = "newreno"
+rtt = "2ms"
+size = "1MB"
+server = "{dead}"
+[[flows]]
+name = "dead-tcp"
+cca = "tcp:cubic"
+rtt = "2ms"
+size = "1MB"
+server = "{dead}"
+"#
+    ));
+    let (_, r) = run(&s, &setup.opts);
+    setup.server.stop();
+    assert_eq!(r.flows[0].error, None);
+    assert_eq!(r.flows[1].error, None);
+    let quic = r.flows[2].error.clone().unwrap_or_default();
+    let tcp = r.flows[3].error.clone().unwrap_or_default();
+    assert!(!quic.is_empty(), "QUIC flow to {dead} reported failed");
+    assert!(tcp.contains("connect") && tcp.contains("refused"), "{tcp}");
+}
+
+#[test]
+fn flows_start_on_schedule_and_rate_caps_hold_every_second() {
+    let setup = start(None, 1024);
+    let s = scenario(
+        r#"duration = "5s"
+[[flows]]
+name = "starts"
+count = 4
+cca = "newreno"
+rtt = "2ms"
+start = ["0.3s", "0.6s", "0.9s", "1.2s"]
+size = "200kB"
+[[flows]]
+name = "capped0"
+cca = "cubic"
+rtt = "2ms"
+rate_cap = "40Mbit"
+[[flows]]
+name = "capped1"
+cca = "tcp:cubic"
+rtt = "2ms"
+rate_cap = "40Mbit"
+"#,
+    );
+    let (run, r) = run(&s, &setup.opts);
+    setup.server.stop();
+    let late: Vec<f64> = run.extra.iter().map(|x| x.start_late_ms).collect();
+    assert!(
+        late.iter().all(|&l| (0.0..=1.0).contains(&l)),
+        "every flow starts within 1 ms of its schedule: {late:?}"
+    );
+    // Each full second after the first: within 2 % of the cap.
+    let t = &r.series.t_s;
+    for f in &r.flows[4..] {
+        let rx = &run.data.flows[f.id].rx;
+        let mut rates = Vec::new();
+        for sec in 1..4 {
+            let a = t
+                .iter()
+                .position(|&x| (x - f64::from(sec)).abs() < 1e-6)
+                .unwrap();
+            let b = t
+                .iter()
+                .position(|&x| (x - f64::from(sec + 1)).abs() < 1e-6)
+                .unwrap();
+            rates.push((rx[b] - rx[a]) as f64 * 8.0 / (t[b] - t[a]) / 1e6);
+        }
+        assert!(
+            rates.iter().all(|r| (r - 40.0).abs() <= 0.8),
+            "{}: per-second goodput {rates:?} Mbit/s against a 40 Mbit/s cap",
+            f.cca
+        );
+    }
+}
