@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tollgate_tools::load::{self, environment, LoadOptions, LoadRun};
@@ -319,4 +320,240 @@ rate_cap = "40Mbit"
             f.cca
         );
     }
+}
+
+#[test]
+fn the_server_survives_garbage_vanishing_clients_and_too_many_connections() {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    // Two workers with one connection each.
+    let setup = start(None, 1);
+    let addr = setup.opts.server;
+    // Garbage datagrams, of every size class, from another socket.
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut x = 0x9e37_79b9u32;
+    for i in 0..2000usize {
+        let len = 1 + (i * 37) % 1400;
+        let d: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        let _ = junk.send_to(&d, addr);
+    }
+    // A TCP client that sends half a request and vanishes, and one that sends nonsense.
+    {
+        let mut t = std::net::TcpStream::connect(addr).unwrap();
+        t.write_all(b"TGB2D").unwrap();
+    }
+    {
+        let mut t = std::net::TcpStream::connect(addr).unwrap();
+        t.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    }
+    // Six concurrent (unbounded, so overlapping) QUIC flows against two
+    // one-connection workers.
+    let s = scenario(
+        r#"duration = "2s"
+[[flows]]
+count = 6
+cca = "newreno"
+rtt = "2ms"
+"#,
+    );
+    let (_, r) = run(&s, &setup.opts);
+    let failed: Vec<&String> = r.flows.iter().filter_map(|f| f.error.as_ref()).collect();
+    assert!(
+        failed.len() >= 4,
+        "at most one connection per worker: {failed:?}"
+    );
+    assert!(failed.len() < 6, "the workers still served some flows");
+    let refused: u64 = setup
+        .server
+        .live
+        .quic_refused
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .sum();
+    std::thread::sleep(serve::SCAN * 2);
+    let garbage: u64 = setup
+        .server
+        .live
+        .quic_garbage
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .sum();
+    assert!(garbage >= 1000, "garbage datagrams counted: {garbage}");
+    assert!(refused >= 1, "refusals counted: {refused}");
+    assert!(
+        failed.iter().any(|e| e.contains("refused")),
+        "a refused flow says so: {failed:?}"
+    );
+    // With one TCP slot, the silent client holds it (until the request
+    // timeout) and the nonsense one is refused as full or rejected.
+    let tcp = &setup.server.live.tcp;
+    assert!(
+        tcp.refused_full.load(Ordering::Relaxed) + tcp.bad_requests.load(Ordering::Relaxed) >= 1,
+        "{tcp:?}"
+    );
+    // Still serving afterwards.
+    let s = scenario(
+        r#"duration = "2s"
+[[flows]]
+cca = "cubic"
+rtt = "2ms"
+size = "500kB"
+"#,
+    );
+    let (_, r) = run(&s, &setup.opts);
+    assert_eq!(r.flows[0].error, None);
+    setup.server.stop();
+}
+
+/// Root (CAP_NET_RAW) is needed for the packet socket; CI runs as root and
+/// must not skip.
+fn require_root(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what} needs root, and CI=true must not skip it"
+    );
+    eprintln!("SKIP {what}: needs root (CAP_NET_RAW)");
+    false
+}
+
+#[test]
+fn every_flow_carries_its_own_dscp_as_seen_by_a_raw_receiver() {
+    use std::collections::{BTreeMap, BTreeSet};
+    if !require_root("the raw-socket DSCP check") {
+        return;
+    }
+    let setup = start(None, 1024);
+    let port = setup.opts.server.port();
+    // An AF_PACKET socket sees every IPv4 packet on the machine, loopback included.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM,
+            i32::from((libc::ETH_P_IP as u16).to_be()),
+        )
+    };
+    assert!(
+        fd >= 0,
+        "packet socket: {}",
+        std::io::Error::last_os_error()
+    );
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 100_000,
+    };
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as u32,
+        )
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let capture = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // (protocol, source port) -> DSCP codepoints seen towards the server.
+            let mut seen: BTreeMap<(u8, u16), BTreeSet<u8>> = BTreeMap::new();
+            let mut buf = [0u8; 65536];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+                if n < 20 {
+                    continue;
+                }
+                let p = &buf[..n as usize];
+                let ihl = usize::from(p[0] & 0x0f) * 4;
+                let proto = p[9];
+                if (proto != 6 && proto != 17) || p.len() < ihl + 4 {
+                    continue;
+                }
+                let sport = u16::from_be_bytes([p[ihl], p[ihl + 1]]);
+                let dport = u16::from_be_bytes([p[ihl + 2], p[ihl + 3]]);
+                if dport == port {
+                    seen.entry((proto, sport)).or_default().insert(p[1] >> 2);
+                }
+            }
+            unsafe { libc::close(fd) };
+            seen
+        })
+    };
+    let s = scenario(
+        r#"duration = "3s"
+[[flows]]
+name = "newreno"
+cca = "newreno"
+rtt = "2ms"
+size = "300kB"
+[[flows]]
+name = "cubic"
+cca = "cubic"
+rtt = "2ms"
+size = "300kB"
+[[flows]]
+name = "taxed"
+cca = "taxed(cubic)"
+rtt = "2ms"
+size = "300kB"
+[[flows]]
+name = "unmarked"
+cca = "cubic"
+rtt = "2ms"
+size = "300kB"
+mark_dscp = false
+[[flows]]
+name = "tcp"
+cca = "tcp:reno"
+rtt = "2ms"
+size = "300kB"
+"#,
+    );
+    let (_, r) = run(&s, &setup.opts);
+    setup.server.stop();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = capture.join().unwrap();
+    for f in &r.flows {
+        assert_eq!(f.error, None, "{}", f.cca);
+    }
+    let per_flow = |proto: u8| -> Vec<u8> {
+        let mut v: Vec<u8> = seen
+            .iter()
+            .filter(|((p, _), _)| *p == proto)
+            .map(|(_, dscps)| {
+                assert_eq!(dscps.len(), 1, "one DSCP per flow: {seen:?}");
+                *dscps.iter().next().unwrap()
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    use tollgate_cca::VariantId;
+    let mut want_udp = vec![
+        VariantId::NEWRENO.dscp(),
+        VariantId::CUBIC.dscp(),
+        VariantId::CUBIC.taxed().dscp(),
+        0,
+    ];
+    want_udp.sort_unstable();
+    assert_eq!(
+        per_flow(17),
+        want_udp,
+        "QUIC flows by source port: {seen:?}"
+    );
+    assert_eq!(
+        per_flow(6),
+        vec![VariantId::NEWRENO.dscp()],
+        "tcp:reno marks NewReno's id"
+    );
 }
