@@ -86,7 +86,7 @@ pub struct ServeArgs {
 Flow kinds: a tollgate-cca spec runs Tollgate QUIC; tcp:NAME kernel TCP with
 TCP_CONGESTION=NAME; quiche:NAME quiche (feature quiche). A group's rtt and the
 topology are not emulated: the path has its own, and rtt_ms in the results is
-the measured minimum. Results: <out>/<name>/results.json, flows.csv and plots
+the measured minimum (quiche: its smoothed RTT). Results: <out>/<name>/results.json, flows.csv and plots
 as for `tollgate sim`, plus the run's environment.
 
 Exit codes: 0 every flow completed; 1 a flow failed (its reason is in
@@ -322,7 +322,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<ExitCode> {
         connect_timeout: duration_arg("--connect-timeout", &args.connect_timeout)?,
     };
     let note = "real network: the scenario's rtt and topology are not emulated (the path has its \
-                own); rtt_ms is each flow's measured minimum RTT; bottleneck rate and \
+                own); rtt_ms is each flow's measured minimum RTT (quiche flows: smoothed); bottleneck rate and \
                 utilization are not known to the load generator";
     let env = environment::collect("load", Some(args.server), note);
     install_stop_handler_saying(

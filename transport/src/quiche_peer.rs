@@ -66,7 +66,9 @@ use mio::{Events, Interest, Poll, Token};
 
 pub use quiche::CongestionControlAlgorithm;
 
-use crate::bulk::{pattern_slice, Mode, Receiver, Request, PROTOCOL_ERROR, REQUEST_LEN};
+use crate::bulk::{
+    pattern_slice, Mode, Receiver, ReplyCounts, Request, RequestParse, PROTOCOL_ERROR, REQUEST_LEN,
+};
 use crate::tls::{SelfSigned, ALPN};
 
 /// Length of the connection ids quiche peers choose for themselves.
@@ -101,21 +103,20 @@ pub struct PeerOptions {
     /// (closing with [`PROTOCOL_ERROR`]); a server stops after this long even
     /// if it was not asked to.
     pub time_limit: Duration,
-    /// A client's goodput bytes so far (bytes received for downloads, bytes
-    /// quiche accepted onto the stream for uploads), for a sampler on another
+    /// A client's goodput bytes so far (bytes received for downloads, the
+    /// server's latest received count for uploads), for a sampler on another
     /// thread.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl PeerOptions {
     /// Default options with congestion control `name` (`reno`, `cubic`,
-    /// `bbr`, `bbr2`); `None` for other names.
+    /// `bbr2`: quiche 0.30's BBRv2, "gcongestion"); `None` for other names.
     pub fn with_cc(name: &str) -> Option<Self> {
         let cc = match name {
             "reno" => CongestionControlAlgorithm::Reno,
             "cubic" => CongestionControlAlgorithm::CUBIC,
-            "bbr" => CongestionControlAlgorithm::BBR,
-            "bbr2" => CongestionControlAlgorithm::BBR2,
+            "bbr2" => CongestionControlAlgorithm::Bbr2Gcongestion,
             _ => return None,
         };
         Some(PeerOptions {
@@ -493,7 +494,7 @@ struct ClientState {
     sender: Option<PatternSender>,
     receiver: Receiver,
     read_offset: u64,
-    reply: Vec<u8>,
+    reply: ReplyCounts,
     started: Option<Instant>,
     /// The transfer is over: close once the pending ACKs have been sent.
     close_pending: bool,
@@ -543,7 +544,8 @@ impl ClientState {
         if self.started.is_none() {
             self.started = Some(now);
             self.result.established = conn.application_proto() == ALPN;
-            let prefix = self.request.encode().to_vec();
+            // v2 (no server CCA): a v2 server sends upload progress counts.
+            let prefix = self.request.encode_v2(None).unwrap_or_default();
             let deadline = self.request.duration.map(|d| now + d);
             self.sender = Some(match self.request.mode {
                 Mode::Download => PatternSender::new(prefix, Some(0), None),
@@ -555,9 +557,6 @@ impl ClientState {
                 return self.fail(conn, format!("send: {e}"));
             }
             self.result.bytes_sent = s.sent;
-            if let (Mode::Upload, Some(p)) = (self.request.mode, self.progress.as_ref()) {
-                p.store(s.sent, std::sync::atomic::Ordering::Relaxed);
-            }
         }
         // Read whatever the server sent on our stream.
         let mut fin = false;
@@ -576,10 +575,10 @@ impl ClientState {
                             }
                         }
                         Mode::Upload => {
-                            let room = 8usize.saturating_sub(self.reply.len());
-                            self.reply.extend_from_slice(&buf[..n.min(room)]);
-                            if n > room {
-                                self.result.mismatches += (n - room) as u64;
+                            self.reply.on_bytes(&buf[..n]);
+                            if let (Some(p), Some(c)) = (self.progress.as_ref(), self.reply.latest)
+                            {
+                                p.store(c, std::sync::atomic::Ordering::Relaxed);
                             }
                         }
                     }
@@ -598,10 +597,9 @@ impl ClientState {
                 self.finish_transfer(now, bytes);
             }
             Mode::Upload => {
-                let Ok(count) = <[u8; 8]>::try_from(self.reply.as_slice()) else {
+                let Some(acked) = self.reply.finish() else {
                     return self.fail(conn, "malformed reply".into());
                 };
-                let acked = u64::from_be_bytes(count);
                 let sent = self.sender.as_ref().map_or(0, |s| s.sent);
                 self.result.mismatches += acked.abs_diff(sent);
                 self.finish_transfer(now, acked);
@@ -670,7 +668,7 @@ fn client_loop(
         sender: None,
         receiver: Receiver::new(0),
         read_offset: 0,
-        reply: Vec::new(),
+        reply: ReplyCounts::default(),
         started: None,
         close_pending: false,
         closing: false,
@@ -827,27 +825,26 @@ impl ServerConn {
     ) -> Result<(), quiche::Error> {
         let conn = &mut self.conn;
         if let ServerStream::Header(head) = state {
+            // v1 or v2 (whose requested server CCA this reference peer
+            // ignores: quiche's congestion control is fixed per peer).
             let mut fin = false;
-            while head.len() < REQUEST_LEN && !fin {
-                let want = REQUEST_LEN - head.len();
-                match conn.stream_recv(id, &mut buf[..want]) {
-                    Ok((n, f)) => {
-                        head.extend_from_slice(&buf[..n]);
-                        fin = f;
+            let parsed = loop {
+                match Request::parse(head) {
+                    RequestParse::Need(want) if !fin => {
+                        match conn.stream_recv(id, &mut buf[..want]) {
+                            Ok((n, f)) => {
+                                head.extend_from_slice(&buf[..n]);
+                                fin = f;
+                            }
+                            Err(quiche::Error::Done) => return Ok(()),
+                            Err(e) => return Err(e),
+                        }
                     }
-                    Err(quiche::Error::Done) => break,
-                    Err(e) => return Err(e),
+                    RequestParse::Done(r, len) => break Some((r.request, len)),
+                    _ => break None,
                 }
-            }
-            if head.len() < REQUEST_LEN {
-                if fin {
-                    sum.bad_requests += 1;
-                    let _ = conn.close(true, u64::from(PROTOCOL_ERROR), b"short request");
-                    *state = ServerStream::Done;
-                }
-                return Ok(());
-            }
-            let Some(req) = Request::decode(head) else {
+            };
+            let Some((req, len)) = parsed else {
                 sum.bad_requests += 1;
                 let _ = conn.close(true, u64::from(PROTOCOL_ERROR), b"bad request");
                 *state = ServerStream::Done;
@@ -859,8 +856,8 @@ impl ServerConn {
                     ServerStream::Sending(PatternSender::new(Vec::new(), req.size, deadline))
                 }
                 Mode::Upload => ServerStream::Receiving {
-                    rx: Receiver::new(REQUEST_LEN as u64),
-                    offset: REQUEST_LEN as u64,
+                    rx: Receiver::new(len as u64),
+                    offset: len as u64,
                 },
             };
         }

@@ -111,6 +111,8 @@ struct Outcome {
     error: Option<String>,
     report: Option<ConnReport>,
     tcp: Option<tcp::TcpOutcome>,
+    /// quiche's smoothed RTT at the end.
+    quiche_rtt: Option<Duration>,
 }
 
 /// Checks that need the flow kinds: everything `load` cannot do is an error
@@ -256,6 +258,9 @@ pub fn run(
         if let Some(r) = &out.report {
             x.window_limited = Some(r.window_limited());
             x.min_rtt_ms = (!r.rtt_us.is_empty()).then(|| r.rtt_us.min() as f64 / 1e3);
+        }
+        if let Some(rtt) = out.quiche_rtt {
+            x.min_rtt_ms = Some(rtt.as_secs_f64() * 1e3);
         }
         if let Some(tc) = &out.tcp {
             x.tcp = tc.stats.clone();
@@ -504,6 +509,7 @@ impl FlowJob {
             }
         };
         progress.store(r.bytes, Ordering::Relaxed);
+        out.quiche_rtt = r.stats.as_ref().and_then(|st| st.rtt);
         out.bytes = r.bytes;
         out.complete = r.complete;
         out.error = r.error.clone();

@@ -30,7 +30,7 @@ pub enum FlowKind {
 }
 
 /// quiche's congestion controls.
-pub const QUICHE_CCAS: [&str; 4] = ["reno", "cubic", "bbr", "bbr2"];
+pub const QUICHE_CCAS: [&str; 3] = ["reno", "cubic", "bbr2"];
 
 impl FlowKind {
     /// Parse a group's `cca` field. QUIC specs are checked against the
