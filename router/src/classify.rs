@@ -124,6 +124,7 @@ impl Classifier {
     }
 
     /// The variant of a parsed packet.
+    #[inline]
     pub fn classify(&self, info: &PacketInfo) -> VariantId {
         if let Some(rule) = self.rules.iter().find(|r| r.matches(&info.flow)) {
             return rule.variant;

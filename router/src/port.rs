@@ -19,7 +19,7 @@ use tollgate_cca::Time;
 use crate::classify::Classifier;
 use crate::delay::{DelayConfig, DelayLine};
 use crate::flow::FlowHasher;
-use crate::packet::{parse_ethernet, ParseError, ParseStats};
+use crate::packet::{parse_ethernet, PacketInfo, ParseError, ParseStats};
 use crate::qdisc::{ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict};
 use crate::shaper::{ShaperConfig, TokenBucket};
 
@@ -67,19 +67,24 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
 
     /// Parse and classify a frame. An error counts the frame as received and
     /// dropped ([`DropReason::Unparsable`]); the caller frees it.
+    #[inline]
     pub fn classify(&mut self, frame: &[u8]) -> Result<PacketMeta, ParseError> {
-        let result = parse_ethernet(frame);
-        self.parse.record(&result);
-        match result {
+        self.classify_info(frame).map(|(meta, _)| meta)
+    }
+
+    /// [`Port::classify`], also handing back the parse result (for the
+    /// header offsets a handle may keep, e.g. to set CE without re-parsing).
+    #[inline]
+    pub fn classify_info(&mut self, frame: &[u8]) -> Result<(PacketMeta, PacketInfo), ParseError> {
+        match parse_ethernet(frame) {
             Ok(info) => {
+                self.parse.ok += 1;
                 let variant = self.classifier.classify(&info);
-                Ok(PacketMeta::from_info(
-                    &info,
-                    self.hasher.hash(&info.flow),
-                    variant,
-                ))
+                let meta = PacketMeta::from_info(&info, self.hasher.hash(&info.flow), variant);
+                Ok((meta, info))
             }
             Err(e) => {
+                self.parse.record(&Err(e));
                 let len = frame.len().min(u32::MAX as usize) as u32;
                 self.counters.on_receive(len);
                 self.counters.on_drop(DropReason::Unparsable, len);
@@ -89,6 +94,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     }
 
     /// Accept a classified packet at `now` into the delay line.
+    #[inline]
     pub fn receive(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
         let len = packet.len_bytes();
         self.counters.on_receive(len);
@@ -102,6 +108,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     }
 
     /// Enqueue into the discipline; account for and hand back what it drops.
+    #[inline]
     fn offer(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
         if let Verdict::Dropped {
             reason,

@@ -235,6 +235,7 @@ impl RedCore {
     }
 
     /// Update the average for an arrival seeing `q_pkts` packets / `q_bytes` bytes.
+    #[inline]
     pub fn update_average(&mut self, q_pkts: usize, q_bytes: u64, now: Time) {
         self.adapt(now);
         let w = self.cfg.weight;
@@ -244,6 +245,9 @@ impl RedCore {
             q_pkts as f64
         };
         match self.idle_since.take() {
+            // An average of zero stays zero: skip the `powf` (at line rate
+            // the queue empties between most arrivals).
+            Some(_) if q_pkts == 0 && self.avg == 0.0 => {}
             Some(since) if q_pkts == 0 => {
                 let idle = now.saturating_since(since).as_nanos() as f64;
                 let m = idle / self.packet_time_ns;

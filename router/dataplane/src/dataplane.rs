@@ -31,6 +31,8 @@ use tollgate_router::AnyQdisc;
 
 /// Largest RX burst.
 pub const MAX_BURST: usize = 256;
+/// Packets whose headers are prefetched ahead of the one being classified.
+pub const PREFETCH_AHEAD: usize = 4;
 /// TX buffer per lane: flushed when full and after every loop iteration.
 pub const TX_BURST: usize = 64;
 
@@ -122,8 +124,8 @@ impl TxSink<'_> {
 impl Sink<Pkt> for TxSink<'_> {
     #[inline]
     fn transmit(&mut self, packet: Pkt, now: Time) {
-        let v = usize::from(packet.meta.variant.dscp() & 63);
-        self.c.variant_tx_bytes[v] += u64::from(packet.meta.len);
+        let v = usize::from(packet.variant.dscp() & 63);
+        self.c.variant_tx_bytes[v] += u64::from(packet.len);
         if let Some((w, what)) = self.pcap.as_mut() {
             if *what != CaptureWhat::Dropped {
                 w.record(now, packet.mbuf.data(), packet.mbuf.pkt_len());
@@ -276,7 +278,7 @@ impl Router {
                 }
                 total += n;
                 self.devs[d].rx += n as u64;
-                for mut m in rx.drain() {
+                for mut m in rx.drain_prefetch(PREFETCH_AHEAD) {
                     let dev = &mut self.devs[d];
                     if let Some(s) = dev.synth.as_mut() {
                         s.stamp(&mut m);
@@ -303,9 +305,8 @@ impl Router {
         match action {
             Action::Queue(l) => {
                 let lane = &mut self.lanes[l];
-                match lane.port.classify(m.data()) {
-                    Ok(mut meta) => {
-                        meta.len = m.pkt_len();
+                match lane.port.classify_info(m.data()) {
+                    Ok((meta, info)) => {
                         let mut sink = TxSink {
                             now,
                             dev_id: lane.dev_id,
@@ -314,7 +315,7 @@ impl Router {
                             c: &mut lane.c,
                             pcap: &mut self.pcap,
                         };
-                        lane.port.receive(Pkt { mbuf: m, meta }, now, &mut sink);
+                        lane.port.receive(Pkt::new(m, &meta, &info), now, &mut sink);
                     }
                     Err(_) => {
                         // Counted by the port as received + dropped (unparsable).
