@@ -305,8 +305,8 @@ impl Router {
         match action {
             Action::Queue(l) => {
                 let lane = &mut self.lanes[l];
-                match lane.port.classify_info(m.data()) {
-                    Ok((meta, info)) => {
+                match lane.port.classify_compact(m.data()) {
+                    Ok(c) => {
                         let mut sink = TxSink {
                             now,
                             dev_id: lane.dev_id,
@@ -315,7 +315,7 @@ impl Router {
                             c: &mut lane.c,
                             pcap: &mut self.pcap,
                         };
-                        lane.port.receive(Pkt::new(m, &meta, &info), now, &mut sink);
+                        lane.port.receive(Pkt::new(m, &c), now, &mut sink);
                     }
                     Err(_) => {
                         // Counted by the port as received + dropped (unparsable).

@@ -3,15 +3,16 @@
 //! [`Mbuf`] owns one `rte_mbuf` (chain) and returns it to its pool when
 //! dropped, so a packet dropped anywhere in the pipeline (a discipline's
 //! verdict, a full delay line, shutdown) is freed exactly once. [`Pkt`] is
-//! an mbuf plus a compact copy of the library's [`PacketMeta`] and implements
+//! an mbuf plus a compact copy of the library's [`PacketMeta`](tollgate_router::PacketMeta) and implements
 //! [`PacketHandle`](tollgate_router::PacketHandle): that is what the disciplines queue. Nothing here
 //! allocates; `Pkt` moves by value through the library's preallocated rings.
 
 use std::ptr::NonNull;
 
 use tollgate_cca::VariantId;
-use tollgate_router::packet::{set_ce_at, Ecn, IpVersion, PacketInfo};
-use tollgate_router::{PacketHandle, PacketMeta};
+use tollgate_router::packet::{set_ce_at, Ecn, IpVersion};
+use tollgate_router::port::Classified;
+use tollgate_router::PacketHandle;
 
 use crate::ffi;
 
@@ -213,26 +214,26 @@ impl Pkt {
     /// Flag: the IP header is IPv6.
     pub const IPV6: u8 = 2;
 
-    /// A handle for `mbuf` classified as `meta` from `info`; the length is
-    /// the chain's `pkt_len`.
+    /// A handle for `mbuf` classified as `c`; the length is the chain's
+    /// `pkt_len` (the classifier saw the first segment only).
     #[inline]
-    pub fn new(mbuf: Mbuf, meta: &PacketMeta, info: &PacketInfo) -> Pkt {
+    pub fn new(mbuf: Mbuf, c: &Classified) -> Pkt {
         let mut flags = 0;
-        if meta.flow_end {
+        if c.flow_end {
             flags |= Pkt::FLOW_END;
         }
-        if info.version == IpVersion::V6 {
+        if c.version == IpVersion::V6 {
             flags |= Pkt::IPV6;
         }
         Pkt {
             len: mbuf.pkt_len(),
             mbuf,
-            flow_hash: meta.flow_hash,
-            variant: meta.variant,
-            ecn: meta.ecn,
+            flow_hash: c.flow_hash,
+            variant: c.variant,
+            ecn: c.ecn,
             flags,
             // The parser puts the IP header within 14 + 2 * 4 bytes.
-            l3_offset: u8::try_from(info.l3_offset).unwrap_or(u8::MAX),
+            l3_offset: u8::try_from(c.l3_offset).unwrap_or(u8::MAX),
         }
     }
 }
