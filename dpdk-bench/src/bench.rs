@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use clap::{ArgAction, Parser};
+use serde::Serialize;
 
 use tollgate_dataplane::config::{parse_duration, RouterConfig, SyntheticConfig};
 use tollgate_dataplane::dataplane::{Router, MAX_BURST};
@@ -26,8 +27,13 @@ Each case runs in a child process of this binary (EAL initialises once per
 process) on lcore 0 with two net_null ports, `--no-huge --no-pci`; no NICs
 or hugepages are needed, but DPDK needs root.
 
-Example:
+Every combination of --frame-len and --flows runs `forward` and then each
+case; ratios are to `forward` of the same combination in the same run.
+
+Examples:
   tollgate-dpdk-bench --seconds 2 --frame-len 64 --flows 1024
+  tollgate-dpdk-bench --seconds 3 --frame-len 64,512,1514,imix --flows 1,1024,100000 --json out.json
+  tollgate-dpdk-bench --rate 1Gbit --cases droptail,red   # offered load above the shaped rate
   tollgate-dpdk-bench --seconds 1 -- --log-level=pmd.net.null:debug
 
 Reference: router/DPDK.md (building with DPDK, the dataplane, the benchmark).
@@ -50,12 +56,25 @@ struct Opts {
     /// Seconds per case (0 < s <= 60).
     #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     seconds: f64,
-    /// Synthetic frame length in bytes.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(60..=1514))]
-    frame_len: u16,
-    /// Distinct synthetic UDP flows.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    flows: u32,
+    /// Synthetic frame lengths in bytes (60..=1514, without the 4-byte FCS;
+    /// 1514 is a 1518-byte frame on the wire) or `imix`, comma-separated.
+    #[arg(long, default_value = "64", value_delimiter = ',', value_parser = frame_size)]
+    frame_len: Vec<FrameSize>,
+    /// Distinct synthetic UDP flows, comma-separated.
+    #[arg(long, default_value = "1024", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    flows: Vec<u32>,
+    /// Cases to run, comma-separated (`forward` always runs first: it is the
+    /// baseline of the ratios).
+    #[arg(long, default_value = "droptail,red,choke,cebinae,rrmqs", value_delimiter = ',',
+          value_parser = clap::builder::PossibleValuesParser::new(&CASES[1..]))]
+    cases: Vec<String>,
+    /// Shaped egress rate (`"1Gbit"`, bit/s); default the link speed. Below
+    /// the offered load, the shaper and the drop paths are measured too.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
     /// Internal: run one case (the parent starts a child per case).
     #[arg(long, hide = true, value_parser = clap::builder::PossibleValuesParser::new(CASES))]
     child: Option<String>,
@@ -65,6 +84,73 @@ struct Opts {
     /// Extra DPDK EAL arguments, after `--` (appended to the built-in ones).
     #[arg(last = true, value_name = "EAL_ARGS")]
     eal_extra: Vec<String>,
+}
+
+/// A synthetic frame size: fixed, or simple IMIX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FrameSize {
+    Fixed(u16),
+    Imix,
+}
+
+impl std::fmt::Display for FrameSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameSize::Fixed(n) => write!(f, "{n}"),
+            FrameSize::Imix => f.write_str("imix"),
+        }
+    }
+}
+
+fn frame_size(s: &str) -> Result<FrameSize, String> {
+    if s.eq_ignore_ascii_case("imix") {
+        return Ok(FrameSize::Imix);
+    }
+    match s.parse::<u16>() {
+        Ok(n) if (60..=1514).contains(&n) => Ok(FrameSize::Fixed(n)),
+        _ => Err(format!(
+            "{s:?} is not a frame length in 60..=1514 or `imix`"
+        )),
+    }
+}
+
+impl FrameSize {
+    fn synthetic(self, flows: u32) -> SyntheticConfig {
+        SyntheticConfig {
+            flows,
+            frame_len: match self {
+                FrameSize::Fixed(n) => n,
+                FrameSize::Imix => 64,
+            },
+            variants: Vec::new(),
+            imix: self == FrameSize::Imix,
+        }
+    }
+}
+
+/// One measured case, as printed and written to JSON.
+#[derive(Debug, Serialize)]
+struct Row {
+    case: String,
+    lcores: u32,
+    frame: String,
+    flows: u32,
+    /// Mean frame length, bytes (without FCS).
+    mean_frame_bytes: f64,
+    rx_mpps: f64,
+    tx_mpps: f64,
+    /// Transmitted frame bytes, Gbit/s.
+    tx_gbps: f64,
+    /// `tx_mpps` over plain forwarding's in the same run and configuration.
+    ratio_to_forward: f64,
+}
+
+/// The JSON file.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    seconds: f64,
+    rate: Option<&'a str>,
+    rows: &'a [Row],
 }
 
 fn seconds(s: &str) -> Result<f64, String> {
@@ -95,55 +181,103 @@ fn parent(o: &Opts) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("tollgate-dpdk-bench: {} B frames, {} flows, {} s per case, 1 lcore, net_null0 <-> net_null1", o.frame_len, o.flows, o.seconds);
-    let mut rows: Vec<(String, f64, f64)> = Vec::new();
-    for case in CASES {
-        tracing::info!(case, "running case");
-        let out = Command::new(&exe)
-            .args([
-                "--child",
-                case,
-                "--seconds",
-                &o.seconds.to_string(),
-                "--frame-len",
-                &o.frame_len.to_string(),
-                "--flows",
-                &o.flows.to_string(),
-            ])
-            .args((0..o.verbose).map(|_| "-v"))
-            .args(["--"])
-            .args(&o.eal_extra)
-            .output();
-        let out = match out {
-            Ok(out) => out,
+    println!(
+        "tollgate-dpdk-bench: {} s per case, 1 lcore, net_null0 <-> net_null1, shaped rate {}",
+        o.seconds,
+        o.rate.as_deref().unwrap_or("link speed")
+    );
+    println!("| frame | flows | case | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward |");
+    println!("|---|---:|---|---:|---:|---:|---:|");
+    let mut rows: Vec<Row> = Vec::new();
+    for &frame in &o.frame_len {
+        for &flows in &o.flows {
+            let mut base = 0.0;
+            for case in std::iter::once("forward").chain(o.cases.iter().map(String::as_str)) {
+                tracing::info!(case, %frame, flows, "running case");
+                let mut cmd = Command::new(&exe);
+                cmd.args(["--child", case, "--seconds", &o.seconds.to_string()])
+                    .args([
+                        "--frame-len",
+                        &frame.to_string(),
+                        "--flows",
+                        &flows.to_string(),
+                    ]);
+                if let Some(r) = &o.rate {
+                    cmd.args(["--rate", r]);
+                }
+                let out = cmd
+                    .args((0..o.verbose).map(|_| "-v"))
+                    .args(["--"])
+                    .args(&o.eal_extra)
+                    .output();
+                let out = match out {
+                    Ok(out) => out,
+                    Err(e) => {
+                        eprintln!("error: cannot run case {case}: {e}");
+                        return ExitCode::from(1);
+                    }
+                };
+                let text = String::from_utf8_lossy(&out.stdout);
+                let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
+                    eprintln!(
+                        "error: case {case} failed:\n{}{}",
+                        text,
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    return ExitCode::from(3);
+                };
+                let get = |k: &str| {
+                    line.split_whitespace()
+                        .find_map(|t| t.strip_prefix(&format!("{k}=")))
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .unwrap_or(0.0)
+                };
+                let (rx, tx, mean) = (get("rx_mpps"), get("tx_mpps"), get("mean_len"));
+                if case == "forward" {
+                    base = tx;
+                }
+                let row = Row {
+                    case: case.to_string(),
+                    lcores: 1,
+                    frame: frame.to_string(),
+                    flows,
+                    mean_frame_bytes: mean,
+                    rx_mpps: rx,
+                    tx_mpps: tx,
+                    tx_gbps: tx * mean * 8.0 / 1e3,
+                    ratio_to_forward: if base > 0.0 { tx / base } else { 0.0 },
+                };
+                println!(
+                    "| {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} |",
+                    row.frame,
+                    row.flows,
+                    row.case,
+                    row.rx_mpps,
+                    row.tx_mpps,
+                    row.tx_gbps,
+                    row.ratio_to_forward
+                );
+                rows.push(row);
+            }
+        }
+    }
+    if let Some(path) = &o.json {
+        let report = Report {
+            seconds: o.seconds,
+            rate: o.rate.as_deref(),
+            rows: &rows,
+        };
+        let text = match serde_json::to_string_pretty(&report) {
+            Ok(t) => t,
             Err(e) => {
-                eprintln!("error: cannot run case {case}: {e}");
+                eprintln!("error: cannot encode JSON: {e}");
                 return ExitCode::from(1);
             }
         };
-        let text = String::from_utf8_lossy(&out.stdout);
-        let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
-            eprintln!(
-                "error: case {case} failed:\n{}{}",
-                text,
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return ExitCode::from(3);
-        };
-        let get = |k: &str| {
-            line.split_whitespace()
-                .find_map(|t| t.strip_prefix(&format!("{k}=")))
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        rows.push((case.to_string(), get("rx_mpps"), get("tx_mpps")));
-    }
-    let base = rows.first().map(|r| r.2).unwrap_or(0.0);
-    println!("| case | rx Mpps | forwarded Mpps | ratio to forward |");
-    println!("|---|---:|---:|---:|");
-    for (case, rx, tx) in &rows {
-        let ratio = if base > 0.0 { tx / base } else { 0.0 };
-        println!("| {case} | {rx:.3} | {tx:.3} | {ratio:.3} |");
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
     }
     ExitCode::SUCCESS
 }
@@ -188,8 +322,9 @@ fn child(o: &Opts, case: &str) -> ExitCode {
     };
     match r {
         Ok((rx, tx, secs)) => {
+            let mean = Synth::new(&o.frame_len[0].synthetic(o.flows[0])).mean_len();
             println!(
-                "RESULT case={case} rx={rx} tx={tx} secs={secs:.3} rx_mpps={:.4} tx_mpps={:.4}",
+                "RESULT case={case} rx={rx} tx={tx} secs={secs:.3} rx_mpps={:.4} tx_mpps={:.4} mean_len={mean:.1}",
                 rx as f64 / secs / 1e6,
                 tx as f64 / secs / 1e6
             );
@@ -221,11 +356,7 @@ fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
         &pool,
     )
     .map_err(|e| e.to_string())?;
-    let syn = SyntheticConfig {
-        flows: o.flows,
-        frame_len: o.frame_len,
-        variants: Vec::new(),
-    };
+    let syn = o.frame_len[0].synthetic(o.flows[0]);
     let mut s = [Synth::new(&syn), Synth::new(&syn)];
     let mut rx: Burst<MAX_BURST> = Burst::default();
     let mut tx: Burst<MAX_BURST> = Burst::default();
@@ -251,10 +382,16 @@ fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
 
 /// The full dataplane with `discipline` on both egress ports at line rate.
 fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f64), String> {
+    let syn = o.frame_len[0].synthetic(o.flows[0]);
+    let rate = o
+        .rate
+        .as_ref()
+        .map(|r| format!("rate = \"{r}\"\n"))
+        .unwrap_or_default();
     let port = |dev: &str, peer: &str| {
         format!(
-            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {} }}\n[ports.egress]\ndiscipline = \"{discipline}\"\n",
-            o.flows, o.frame_len
+            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {}, imix = {} }}\n[ports.egress]\ndiscipline = \"{discipline}\"\n{rate}",
+            syn.flows, syn.frame_len, syn.imix
         )
     };
     let text = format!(
@@ -298,14 +435,49 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            (o.seconds, o.flows, o.frame_len, o.verbose),
-            (1.5, 8, 64, 1)
+            (o.seconds, o.flows.clone(), o.frame_len.clone(), o.verbose),
+            (1.5, vec![8], vec![FrameSize::Fixed(64)], 1)
         );
         assert_eq!(o.eal_extra, ["--log-level=8"]);
+        assert_eq!(o.cases, ["droptail", "red", "choke", "cebinae", "rrmqs"]);
+        let m = Opts::try_parse_from([
+            "b",
+            "--frame-len",
+            "64,512,1514,IMIX",
+            "--flows",
+            "1,1024,100000",
+            "--cases",
+            "red,rrmqs",
+            "--rate",
+            "1Gbit",
+            "--json",
+            "x.json",
+        ])
+        .unwrap();
+        assert_eq!(
+            m.frame_len,
+            [
+                FrameSize::Fixed(64),
+                FrameSize::Fixed(512),
+                FrameSize::Fixed(1514),
+                FrameSize::Imix
+            ]
+        );
+        assert_eq!(m.flows, [1, 1024, 100_000]);
+        assert_eq!(m.cases, ["red", "rrmqs"]);
+        assert_eq!(m.rate.as_deref(), Some("1Gbit"));
+        // The child gets one frame size back in the form it parses.
+        assert_eq!(
+            frame_size(&FrameSize::Imix.to_string()),
+            Ok(FrameSize::Imix)
+        );
+        assert!(FrameSize::Imix.synthetic(1).imix);
         for bad in [
             &["b", "--seconds", "0"][..],
             &["b", "--frame-len", "59"],
+            &["b", "--frame-len", "64,1518"],
             &["b", "--flows", "0"],
+            &["b", "--cases", "forward"],
             &["b", "--vdev", "x"],
         ] {
             let e = Opts::try_parse_from(bad).unwrap_err();

@@ -250,6 +250,8 @@ pub struct Cebinae<P> {
     /// Rates computed at the last evaluation, bytes per ns.
     computed: [f64; 2],
     base: Option<Time>,
+    /// [`Cebinae::advance`] has nothing to do before this (ns).
+    next_due: u64,
     rounds_since_eval: u32,
     port_bytes: u64,
     detector: Detector,
@@ -276,6 +278,7 @@ impl<P: PacketHandle> Cebinae<P> {
             rate: [[line; 2]; 2],
             computed: [line; 2],
             base: None,
+            next_due: 0,
             rounds_since_eval: 0,
             port_bytes: 0,
             detector: Detector::new(config.cache_slots, config.seed),
@@ -314,10 +317,32 @@ impl<P: PacketHandle> Cebinae<P> {
         )
     }
 
-    /// Run the control loop up to `now`.
+    /// Run the control loop up to `now`. Inlined check, out-of-line work:
+    /// at line rate almost every call falls between two events.
+    #[inline]
     fn advance(&mut self, now: Time) {
+        if now.as_nanos() < self.next_due {
+            return;
+        }
+        self.advance_slow(now);
+    }
+
+    /// When [`Cebinae::advance`] next has something to do: RECONFIG if this
+    /// round has not had it, else ROTATE.
+    fn due_after(&self, base: Time) -> u64 {
+        let b = base.as_nanos();
+        if self.reconfigured {
+            b.saturating_add(self.dt)
+        } else {
+            b.saturating_add(self.dt - self.l)
+        }
+    }
+
+    #[inline(never)]
+    fn advance_slow(&mut self, now: Time) {
         let Some(mut base) = self.base else {
             self.base = Some(now);
+            self.next_due = self.due_after(now);
             return;
         };
         let dt = self.dt;
@@ -351,6 +376,7 @@ impl<P: PacketHandle> Cebinae<P> {
             }
         }
         self.base = Some(base);
+        self.next_due = self.due_after(base);
     }
 
     fn reconfig(&mut self, at: Time) {
@@ -418,7 +444,13 @@ impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
         let dt = self.dt as f64;
         let base = self.base.unwrap_or(now);
         let elapsed = now.as_nanos().saturating_sub(base.as_nanos());
-        let t = (elapsed - elapsed % self.vdt) as f64;
+        // Whole quanta of vdT; a mask when vdT is a power of two (the
+        // default 1024 ns): no 64-bit division per packet.
+        let t = if self.vdt.is_power_of_two() {
+            elapsed & !(self.vdt - 1)
+        } else {
+            elapsed - elapsed % self.vdt
+        } as f64;
         let rates = self.rate[class];
         let entitlement = rates[head] * t.min(dt) + rates[tail] * (t - dt).max(0.0);
         let b = self.class_bytes[class];

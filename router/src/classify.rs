@@ -124,12 +124,26 @@ impl Classifier {
     }
 
     /// The variant of a parsed packet.
+    #[inline]
     pub fn classify(&self, info: &PacketInfo) -> VariantId {
         if let Some(rule) = self.rules.iter().find(|r| r.matches(&info.flow)) {
             return rule.variant;
         }
+        self.by_dscp(info.dscp)
+    }
+
+    /// Whether any rule is configured (without rules the variant depends on
+    /// the DSCP alone, so callers need not build a [`FlowKey`]).
+    #[inline]
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// The variant when no rule matches a packet marked `dscp`.
+    #[inline]
+    pub fn by_dscp(&self, dscp: u8) -> VariantId {
         if self.use_dscp {
-            VariantId::from_dscp(info.dscp).unwrap_or(VariantId::UNMARKED)
+            VariantId::from_dscp(dscp).unwrap_or(VariantId::UNMARKED)
         } else {
             VariantId::UNMARKED
         }

@@ -119,7 +119,11 @@ impl<P: PacketHandle> DelayLine<P> {
     }
 
     /// The earliest-due packet whose release time is `<= now`.
+    #[inline]
     pub fn pop_ready(&mut self, now: Time) -> Option<P> {
+        if self.len == 0 {
+            return None;
+        }
         let mut best: Option<(usize, Time)> = None;
         for (i, c) in self.classes.iter().enumerate() {
             if let Some(&(t, _)) = c.q.front() {

@@ -159,6 +159,7 @@ pub struct PacketInfo {
 
 impl PacketInfo {
     /// TCP FIN or RST: the flow is ending.
+    #[inline]
     pub fn is_flow_end(&self) -> bool {
         self.flow.proto == PROTO_TCP && self.tcp_flags & 0x05 != 0
     }
@@ -251,7 +252,226 @@ fn array_at<const N: usize>(b: &[u8], i: usize) -> Result<[u8; N], ParseError> {
 }
 
 /// Parse an Ethernet frame (no FCS) into a [`PacketInfo`].
+///
+/// The common case, an untagged IPv4 (no options) or IPv6 (no extension
+/// headers) packet carrying a well-formed UDP or TCP header, takes an inlined
+/// fast path ([`parse_fast`]) with one length check up front; everything else
+/// (VLAN tags, options, extension headers, fragments, errors) goes through
+/// the general parser, which gives the same result for the common case.
+#[inline]
 pub fn parse_ethernet(frame: &[u8]) -> Result<PacketInfo, ParseError> {
+    match parse_fast(frame) {
+        Some(info) => Ok(info),
+        None => parse_ethernet_general(frame),
+    }
+}
+
+/// The IPv4-mapped form of an IPv4 address (`::ffff:a.b.c.d`).
+#[inline(always)]
+fn mapped4(a: [u8; 4]) -> [u8; 16] {
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, a[0], a[1], a[2], a[3],
+    ]
+}
+
+/// Fill the transport fields of the fast path; `None` sends the frame to
+/// the general parser. `b` ends at the end of the datagram, `off` is the
+/// L4 offset.
+#[inline(always)]
+fn l4_fast(b: &[u8], off: usize, proto: u8, info: &mut PacketInfo) -> Option<()> {
+    let remaining = b.len().checked_sub(off)?;
+    info.l4_offset = off as u16;
+    match proto {
+        PROTO_UDP if remaining >= 8 => {
+            let h: [u8; 8] = b.get(off..off + 8)?.try_into().ok()?;
+            let ulen = usize::from(u16::from_be_bytes([h[4], h[5]]));
+            if ulen < 8 || ulen > remaining {
+                return None;
+            }
+            info.flow.src_port = u16::from_be_bytes([h[0], h[1]]);
+            info.flow.dst_port = u16::from_be_bytes([h[2], h[3]]);
+            info.payload_len = (ulen - 8) as u32;
+        }
+        PROTO_TCP if remaining >= 20 => {
+            let h: [u8; 14] = b.get(off..off + 14)?.try_into().ok()?;
+            let doff = usize::from(h[12] >> 4) * 4;
+            if doff < 20 || doff > remaining {
+                return None;
+            }
+            info.flow.src_port = u16::from_be_bytes([h[0], h[1]]);
+            info.flow.dst_port = u16::from_be_bytes([h[2], h[3]]);
+            info.tcp_flags = h[13];
+            info.payload_len = (remaining - doff) as u32;
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// The fast path of [`parse_ethernet`]: untagged IPv4 with a 20-byte header
+/// or IPv6 without extension headers, over UDP or TCP, not fragmented and
+/// well formed. `None` for anything else (the general parser decides).
+#[inline]
+pub fn parse_fast(frame: &[u8]) -> Option<PacketInfo> {
+    if frame.len() < 14 + 20 + 8 || frame.len() > u32::MAX as usize {
+        return None;
+    }
+    match u16::from_be_bytes([frame[12], frame[13]]) {
+        ETH_P_IPV4 => {
+            let h: [u8; 20] = frame.get(14..34)?.try_into().ok()?;
+            if h[0] != 0x45 {
+                return None;
+            }
+            let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+            if total < 20 || frame.len() < 14 + total {
+                return None;
+            }
+            if u16::from_be_bytes([h[6], h[7]]) & 0x3FFF != 0 {
+                return None;
+            }
+            let mut info = PacketInfo {
+                flow: FlowKey {
+                    src: mapped4([h[12], h[13], h[14], h[15]]),
+                    dst: mapped4([h[16], h[17], h[18], h[19]]),
+                    src_port: 0,
+                    dst_port: 0,
+                    proto: h[9],
+                },
+                version: IpVersion::V4,
+                dscp: h[1] >> 2,
+                ecn: Ecn::from_bits(h[1]),
+                vlan: None,
+                l3_offset: 14,
+                l4_offset: 0,
+                frame_len: frame.len() as u32,
+                ip_len: total as u32,
+                payload_len: 0,
+                tcp_flags: 0,
+            };
+            l4_fast(&frame[..14 + total], 34, h[9], &mut info)?;
+            Some(info)
+        }
+        ETH_P_IPV6 => {
+            let h: [u8; 40] = frame.get(14..54)?.try_into().ok()?;
+            if h[0] >> 4 != 6 {
+                return None;
+            }
+            let total = 40 + usize::from(u16::from_be_bytes([h[4], h[5]]));
+            if frame.len() < 14 + total {
+                return None;
+            }
+            let tc = ((u16::from_be_bytes([h[0], h[1]]) >> 4) & 0xFF) as u8;
+            let mut src = [0u8; 16];
+            src.copy_from_slice(&h[8..24]);
+            let mut dst = [0u8; 16];
+            dst.copy_from_slice(&h[24..40]);
+            let mut info = PacketInfo {
+                flow: FlowKey {
+                    src,
+                    dst,
+                    src_port: 0,
+                    dst_port: 0,
+                    proto: h[6],
+                },
+                version: IpVersion::V6,
+                dscp: tc >> 2,
+                ecn: Ecn::from_bits(tc),
+                vlan: None,
+                l3_offset: 14,
+                l4_offset: 0,
+                frame_len: frame.len() as u32,
+                ip_len: total as u32,
+                payload_len: 0,
+                tcp_flags: 0,
+            };
+            l4_fast(&frame[..14 + total], 54, h[6], &mut info)?;
+            Some(info)
+        }
+        _ => None,
+    }
+}
+
+/// The headers of an untagged IPv4 (20-byte header, not fragmented) UDP or
+/// TCP frame, as [`parse_fast_v4`] reads them: the fields a queueing
+/// dataplane needs, without building a [`PacketInfo`] (no IPv4-mapped
+/// addresses, no lengths it does not use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct V4Headers {
+    /// Source address.
+    pub src: [u8; 4],
+    /// Destination address.
+    pub dst: [u8; 4],
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// [`PROTO_UDP`] or [`PROTO_TCP`].
+    pub proto: u8,
+    /// The TOS byte (DSCP and ECN).
+    pub tos: u8,
+    /// TCP flags (0 for UDP).
+    pub tcp_flags: u8,
+}
+
+impl V4Headers {
+    /// TCP FIN or RST (as [`PacketInfo::is_flow_end`]).
+    #[inline]
+    pub fn is_flow_end(&self) -> bool {
+        self.proto == PROTO_TCP && self.tcp_flags & 0x05 != 0
+    }
+}
+
+/// The most common frame at line rate, read with one length check and no
+/// [`PacketInfo`]: untagged IPv4 with a 20-byte header, not fragmented,
+/// carrying a well-formed UDP or TCP header. Accepts exactly the frames of
+/// that shape that [`parse_ethernet`] accepts, with the same fields (a test
+/// checks it on mutated frames); `None` for everything else.
+#[inline(always)]
+pub fn parse_fast_v4(frame: &[u8]) -> Option<V4Headers> {
+    let h: &[u8; 34] = frame.get(..34)?.try_into().ok()?;
+    if h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || h[20] & 0x3F != 0 || h[21] != 0 {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
+    // The datagram ends at 14 + total; it must hold the IP header.
+    let dgram = frame.get(..14 + total)?;
+    let remaining = total.checked_sub(20)?;
+    let l4 = dgram.get(34..)?;
+    let proto = h[23];
+    let tcp_flags = match proto {
+        PROTO_UDP => {
+            let u: &[u8; 8] = l4.get(..8)?.try_into().ok()?;
+            let ulen = usize::from(u16::from_be_bytes([u[4], u[5]]));
+            if ulen < 8 || ulen > remaining {
+                return None;
+            }
+            0
+        }
+        PROTO_TCP => {
+            let t: &[u8; 20] = l4.get(..20)?.try_into().ok()?;
+            let doff = usize::from(t[12] >> 4) * 4;
+            if doff < 20 || doff > remaining {
+                return None;
+            }
+            t[13]
+        }
+        _ => return None,
+    };
+    Some(V4Headers {
+        src: [h[26], h[27], h[28], h[29]],
+        dst: [h[30], h[31], h[32], h[33]],
+        src_port: u16::from_be_bytes([l4[0], l4[1]]),
+        dst_port: u16::from_be_bytes([l4[2], l4[3]]),
+        proto,
+        tos: h[15],
+        tcp_flags,
+    })
+}
+
+/// The general parser behind [`parse_ethernet`] (VLAN tags, IPv4 options,
+/// IPv6 extension headers, every error class).
+#[inline(never)]
+pub fn parse_ethernet_general(frame: &[u8]) -> Result<PacketInfo, ParseError> {
     let mut off = 12;
     let mut ethertype = u16_at(frame, off)?;
     let mut vlan = None;
@@ -425,8 +645,16 @@ pub fn set_ce_in_frame(frame: &mut [u8], info: &PacketInfo) -> bool {
     if !info.ecn.is_capable() {
         return false;
     }
-    let l3 = usize::from(info.l3_offset);
-    match info.version {
+    set_ce_at(frame, info.version, usize::from(info.l3_offset))
+}
+
+/// Set the ECN field of the IP header of `version` at offset `l3` to CE in
+/// place (IPv4: with the incremental checksum update), without re-parsing:
+/// for handles that kept the header offset from their classification. The
+/// caller checks ECN capability. Returns `false` (and changes nothing) if the
+/// frame is shorter than the header.
+pub fn set_ce_at(frame: &mut [u8], version: IpVersion, l3: usize) -> bool {
+    match version {
         IpVersion::V4 => {
             if frame.len() < l3 + 20 {
                 return false;
@@ -728,6 +956,127 @@ mod tests {
         assert!(set_ce_in_frame(&mut v6, &i6));
         let after = parse_ethernet(&v6).unwrap();
         assert_eq!((after.ecn, after.dscp), (Ecn::Ce, 2));
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_general_parser() {
+        // Valid frames of every fast-path shape, then random byte and length
+        // mutations of them: whenever the fast path answers, the general
+        // parser must give exactly the same PacketInfo.
+        let mut bases = vec![
+            udp4(&key4(), 0b10, 0),
+            udp4(&key4(), (5 << 2) | 0b01, 100),
+            ipv6_tcp(&[], PROTO_TCP),
+        ];
+        let mut t = udp4(
+            &FlowKey {
+                proto: PROTO_TCP,
+                ..key4()
+            },
+            0,
+            30,
+        );
+        t[23] = PROTO_TCP;
+        t[46] = 5 << 4;
+        t[47] = 0x12;
+        bases.push(t);
+        let mut u6 = ipv6_tcp(&[], PROTO_UDP);
+        let ulen = (u6.len() - 54) as u16;
+        u6[58..60].copy_from_slice(&ulen.to_be_bytes());
+        bases.push(u6);
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let (mut fast, mut total) = (0, 0);
+        for b in &bases {
+            assert!(parse_fast(b).is_some(), "base frame not on the fast path");
+            assert_eq!(parse_fast(b).map(Ok), Some(parse_ethernet_general(b)));
+        }
+        for _ in 0..200_000 {
+            let mut f = bases[(next() % bases.len() as u64) as usize].clone();
+            for _ in 0..(next() % 3) {
+                let i = (next() % 70) as usize % f.len();
+                f[i] = next() as u8;
+            }
+            if next() % 4 == 0 {
+                f.truncate((next() % (f.len() as u64 + 1)) as usize);
+            } else if next() % 4 == 0 {
+                f.resize(f.len() + (next() % 20) as usize, 0);
+            }
+            total += 1;
+            if let Some(info) = parse_fast(&f) {
+                fast += 1;
+                assert_eq!(Ok(info), parse_ethernet_general(&f), "frame {f:02x?}");
+            }
+            assert_eq!(parse_ethernet(&f), parse_ethernet_general(&f));
+        }
+        assert!(fast > total / 4, "fast path taken {fast} of {total}");
+    }
+
+    #[test]
+    fn v4_fast_path_agrees_with_the_general_parser() {
+        // parse_fast_v4 must accept only frames the general parser accepts,
+        // with the same fields, on valid frames and random mutations.
+        let mut bases = vec![udp4(&key4(), 0b10, 0), udp4(&key4(), (5 << 2) | 0b01, 100)];
+        let mut t = udp4(
+            &FlowKey {
+                proto: PROTO_TCP,
+                ..key4()
+            },
+            0,
+            30,
+        );
+        t[23] = PROTO_TCP;
+        t[46] = 5 << 4;
+        t[47] = 0x11;
+        bases.push(t);
+        let mut x = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let (mut fast, mut total) = (0, 0);
+        for _ in 0..200_000 {
+            let mut f = bases[(next() % bases.len() as u64) as usize].clone();
+            for _ in 0..(next() % 3) {
+                let i = (next() % 60) as usize % f.len();
+                f[i] = next() as u8;
+            }
+            if next() % 4 == 0 {
+                f.truncate((next() % (f.len() as u64 + 1)) as usize);
+            } else if next() % 4 == 0 {
+                f.resize(f.len() + (next() % 20) as usize, 0);
+            }
+            total += 1;
+            let general = parse_ethernet_general(&f);
+            if let Some(h) = parse_fast_v4(&f) {
+                fast += 1;
+                let info =
+                    general.unwrap_or_else(|e| panic!("fast accepted, general {e:?}: {f:02x?}"));
+                assert_eq!(info.version, IpVersion::V4);
+                assert_eq!(info.l3_offset, 14);
+                assert_eq!(
+                    info.flow,
+                    FlowKey::new(h.src.into(), h.dst.into(), h.proto, h.src_port, h.dst_port)
+                );
+                assert_eq!((info.dscp, info.ecn), (h.tos >> 2, Ecn::from_bits(h.tos)));
+                assert_eq!(info.is_flow_end(), h.is_flow_end());
+            } else if let Ok(info) = general {
+                // Rejected by the fast path: not of its shape.
+                let shape = info.version == IpVersion::V4
+                    && info.vlan.is_none()
+                    && info.l4_offset == 34
+                    && (info.flow.proto == PROTO_UDP || info.flow.proto == PROTO_TCP);
+                assert!(!shape, "fast path refused a frame of its shape: {f:02x?}");
+            }
+        }
+        assert!(fast > total / 4, "fast path taken {fast} of {total}");
     }
 
     #[test]

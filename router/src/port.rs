@@ -14,12 +14,14 @@
 //! Everything is driven by `now`; [`Port::next_event`] tells an event loop or
 //! the emulator when to call `poll` again.
 
-use tollgate_cca::Time;
+use tollgate_cca::{Time, VariantId};
 
 use crate::classify::Classifier;
 use crate::delay::{DelayConfig, DelayLine};
 use crate::flow::FlowHasher;
-use crate::packet::{parse_ethernet, ParseError, ParseStats};
+use crate::packet::{
+    parse_ethernet, parse_fast_v4, Ecn, IpVersion, PacketInfo, ParseError, ParseStats,
+};
 use crate::qdisc::{ConfigError, Counters, DropReason, PacketHandle, PacketMeta, Qdisc, Verdict};
 use crate::shaper::{ShaperConfig, TokenBucket};
 
@@ -29,6 +31,25 @@ pub trait Sink<P> {
     fn transmit(&mut self, packet: P, now: Time);
     /// A packet was dropped; the sink frees it.
     fn drop(&mut self, packet: P, reason: DropReason);
+}
+
+/// A classified packet, as [`Port::classify_compact`] returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classified {
+    /// Seeded 5-tuple hash.
+    pub flow_hash: u64,
+    /// Frame length in bytes (the bytes given to the classifier).
+    pub len: u32,
+    /// Variant of the flow.
+    pub variant: VariantId,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// TCP FIN or RST.
+    pub flow_end: bool,
+    /// IP version.
+    pub version: IpVersion,
+    /// Offset of the IP header in the frame.
+    pub l3_offset: u16,
 }
 
 /// A router egress port.
@@ -67,19 +88,24 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
 
     /// Parse and classify a frame. An error counts the frame as received and
     /// dropped ([`DropReason::Unparsable`]); the caller frees it.
+    #[inline]
     pub fn classify(&mut self, frame: &[u8]) -> Result<PacketMeta, ParseError> {
-        let result = parse_ethernet(frame);
-        self.parse.record(&result);
-        match result {
+        self.classify_info(frame).map(|(meta, _)| meta)
+    }
+
+    /// [`Port::classify`], also handing back the parse result (for the
+    /// header offsets a handle may keep, e.g. to set CE without re-parsing).
+    #[inline]
+    pub fn classify_info(&mut self, frame: &[u8]) -> Result<(PacketMeta, PacketInfo), ParseError> {
+        match parse_ethernet(frame) {
             Ok(info) => {
+                self.parse.ok += 1;
                 let variant = self.classifier.classify(&info);
-                Ok(PacketMeta::from_info(
-                    &info,
-                    self.hasher.hash(&info.flow),
-                    variant,
-                ))
+                let meta = PacketMeta::from_info(&info, self.hasher.hash(&info.flow), variant);
+                Ok((meta, info))
             }
             Err(e) => {
+                self.parse.record(&Err(e));
                 let len = frame.len().min(u32::MAX as usize) as u32;
                 self.counters.on_receive(len);
                 self.counters.on_drop(DropReason::Unparsable, len);
@@ -88,7 +114,45 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         }
     }
 
+    /// [`Port::classify`] for a dataplane that keeps a compact handle: the
+    /// fields of [`PacketMeta`] plus the IP header's version and offset (to
+    /// set CE later without parsing again). Untagged IPv4 UDP/TCP frames,
+    /// when no classifier rule is configured, take
+    /// [`crate::packet::parse_fast_v4`] and [`FlowHasher::hash_v4`] (same
+    /// results, no [`PacketInfo`]); everything else goes through
+    /// [`Port::classify_info`]. Errors are counted as there.
+    #[inline]
+    pub fn classify_compact(&mut self, frame: &[u8]) -> Result<Classified, ParseError> {
+        if !self.classifier.has_rules() {
+            if let Some(h) = parse_fast_v4(frame) {
+                self.parse.ok += 1;
+                return Ok(Classified {
+                    flow_hash: self
+                        .hasher
+                        .hash_v4(h.src, h.dst, h.proto, h.src_port, h.dst_port),
+                    len: frame.len() as u32,
+                    variant: self.classifier.by_dscp(h.tos >> 2),
+                    ecn: Ecn::from_bits(h.tos),
+                    flow_end: h.is_flow_end(),
+                    version: IpVersion::V4,
+                    l3_offset: 14,
+                });
+            }
+        }
+        let (meta, info) = self.classify_info(frame)?;
+        Ok(Classified {
+            flow_hash: meta.flow_hash,
+            len: meta.len,
+            variant: meta.variant,
+            ecn: meta.ecn,
+            flow_end: meta.flow_end,
+            version: info.version,
+            l3_offset: info.l3_offset,
+        })
+    }
+
     /// Accept a classified packet at `now` into the delay line.
+    #[inline]
     pub fn receive(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
         let len = packet.len_bytes();
         self.counters.on_receive(len);
@@ -102,6 +166,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     }
 
     /// Enqueue into the discipline; account for and hand back what it drops.
+    #[inline]
     fn offer(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
         if let Verdict::Dropped {
             reason,

@@ -80,6 +80,7 @@ impl Default for PacketMeta {
 
 impl PacketMeta {
     /// Metadata for a parsed packet.
+    #[inline]
     pub fn from_info(info: &PacketInfo, flow_hash: u64, variant: VariantId) -> Self {
         PacketMeta {
             len: info.frame_len,

@@ -190,7 +190,11 @@ pub struct RedCore {
     max_p: f64,
     idle_since: Option<Time>,
     next_adapt: Option<Time>,
-    packet_time_ns: f64,
+    /// `ln(1 - w) / packet time (ns)`: the idle decay `(1 - w)^(idle / packet
+    /// time)` is `exp(idle * this)`, an `exp` instead of a `powf` (half the
+    /// cost, and the decay runs at most arrivals when the queue keeps
+    /// emptying at line rate).
+    ln_keep_per_ns: f64,
     rng: SimRng,
 }
 
@@ -204,7 +208,8 @@ impl RedCore {
             max_p: cfg.max_p,
             idle_since: Some(Time::ZERO),
             next_adapt: None,
-            packet_time_ns: f64::from(cfg.mean_pkt_bytes) * 8.0 * 1e9 / cfg.link_rate_bps,
+            ln_keep_per_ns: (1.0 - cfg.weight).ln()
+                / (f64::from(cfg.mean_pkt_bytes) * 8.0 * 1e9 / cfg.link_rate_bps),
             rng: rng::seeded(cfg.seed),
         }
     }
@@ -235,6 +240,7 @@ impl RedCore {
     }
 
     /// Update the average for an arrival seeing `q_pkts` packets / `q_bytes` bytes.
+    #[inline]
     pub fn update_average(&mut self, q_pkts: usize, q_bytes: u64, now: Time) {
         self.adapt(now);
         let w = self.cfg.weight;
@@ -244,10 +250,17 @@ impl RedCore {
             q_pkts as f64
         };
         match self.idle_since.take() {
+            // An average of zero stays zero: skip the `powf` (at line rate
+            // the queue empties between most arrivals).
+            Some(_) if q_pkts == 0 && self.avg == 0.0 => {}
             Some(since) if q_pkts == 0 => {
                 let idle = now.saturating_since(since).as_nanos() as f64;
-                let m = idle / self.packet_time_ns;
-                self.avg *= (1.0 - w).powf(m);
+                // (1 - w)^(idle / packet time). `x` is NaN only for w = 1
+                // and idle = 0, where the factor is 1: no change.
+                let x = idle * self.ln_keep_per_ns;
+                if x < 0.0 {
+                    self.avg *= x.exp();
+                }
             }
             _ => self.avg = (1.0 - w) * self.avg + w * q,
         }

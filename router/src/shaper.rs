@@ -62,6 +62,7 @@ impl TokenBucket {
         })
     }
 
+    #[inline]
     fn refill(&mut self, now: Time) {
         if now > self.last {
             let dt = now.saturating_since(self.last).as_nanos() as f64;
@@ -71,6 +72,7 @@ impl TokenBucket {
     }
 
     /// Take tokens for a `len`-byte packet if it may leave at `now`.
+    #[inline]
     pub fn try_consume(&mut self, len: u32, now: Time) -> bool {
         self.refill(now);
         let need = f64::from(len).min(self.burst);

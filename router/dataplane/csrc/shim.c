@@ -15,6 +15,7 @@
  * when the cargo feature `dpdk` is on, against Debian's libdpdk-dev 22.11.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,30 @@ uint16_t tg_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint
 }
 
 /* ---- mbufs ------------------------------------------------------------ */
+
+/*
+ * The Rust side (src/mbuf.rs) reads these rte_mbuf fields directly at fixed
+ * offsets instead of calling a function per field per packet. Checked here at
+ * compile time and again by Rust at start-up (tg_mbuf_layout), so a DPDK whose
+ * layout differs fails to build or refuses to start instead of misreading.
+ */
+_Static_assert(offsetof(struct rte_mbuf, buf_addr) == 0, "rte_mbuf.buf_addr moved");
+_Static_assert(offsetof(struct rte_mbuf, data_off) == 16, "rte_mbuf.data_off moved");
+_Static_assert(offsetof(struct rte_mbuf, nb_segs) == 20, "rte_mbuf.nb_segs moved");
+_Static_assert(offsetof(struct rte_mbuf, pkt_len) == 36, "rte_mbuf.pkt_len moved");
+_Static_assert(offsetof(struct rte_mbuf, data_len) == 40, "rte_mbuf.data_len moved");
+_Static_assert(offsetof(struct rte_mbuf, buf_len) == 54, "rte_mbuf.buf_len moved");
+
+/* Offsets of buf_addr, data_off, nb_segs, pkt_len, data_len, buf_len into out[6]. */
+void tg_mbuf_layout(uint32_t *out)
+{
+    out[0] = (uint32_t)offsetof(struct rte_mbuf, buf_addr);
+    out[1] = (uint32_t)offsetof(struct rte_mbuf, data_off);
+    out[2] = (uint32_t)offsetof(struct rte_mbuf, nb_segs);
+    out[3] = (uint32_t)offsetof(struct rte_mbuf, pkt_len);
+    out[4] = (uint32_t)offsetof(struct rte_mbuf, data_len);
+    out[5] = (uint32_t)offsetof(struct rte_mbuf, buf_len);
+}
 
 /* Free a (possibly chained) mbuf back to its pool. NULL is ignored. */
 void tg_pktmbuf_free(struct rte_mbuf *m)

@@ -312,7 +312,14 @@ pub struct SyntheticConfig {
     /// Variants marked in DSCP, assigned to flows round robin. Default none (DSCP 0).
     #[serde(default)]
     pub variants: Vec<VariantName>,
+    /// Simple IMIX instead of `frame_len`: frames of 64, 570 and 1514 bytes
+    /// (1518 on the wire with the FCS) in the ratio 7:4:1. Default false.
+    #[serde(default)]
+    pub imix: bool,
 }
+
+/// The simple IMIX frame lengths, in the order [`crate::synth`] cycles them (7:4:1).
+pub const IMIX: [u16; 12] = [64, 570, 64, 64, 570, 64, 1514, 64, 570, 64, 64, 570];
 
 fn d_flows() -> u32 {
     16

@@ -25,12 +25,16 @@ use crate::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
 use crate::l3::{Action, L3};
 use crate::mbuf::{Burst, Mbuf, Pkt};
 use crate::pcap::PcapWriter;
-use crate::stats::{DevSnap, LaneSnap, Snapshot};
+use crate::stats::{
+    DevSnap, DisciplineGauges, LaneSnap, RrmqsVariantGauges, Snapshot, MAX_GAUGE_VARIANTS,
+};
 use crate::synth::Synth;
 use tollgate_router::AnyQdisc;
 
 /// Largest RX burst.
 pub const MAX_BURST: usize = 256;
+/// Packets whose headers are prefetched ahead of the one being classified.
+pub const PREFETCH_AHEAD: usize = 4;
 /// TX buffer per lane: flushed when full and after every loop iteration.
 pub const TX_BURST: usize = 64;
 
@@ -122,8 +126,8 @@ impl TxSink<'_> {
 impl Sink<Pkt> for TxSink<'_> {
     #[inline]
     fn transmit(&mut self, packet: Pkt, now: Time) {
-        let v = usize::from(packet.meta.variant.dscp() & 63);
-        self.c.variant_tx_bytes[v] += u64::from(packet.meta.len);
+        let v = usize::from(packet.variant.dscp() & 63);
+        self.c.variant_tx_bytes[v] += u64::from(packet.len);
         if let Some((w, what)) = self.pcap.as_mut() {
             if *what != CaptureWhat::Dropped {
                 w.record(now, packet.mbuf.data(), packet.mbuf.pkt_len());
@@ -276,7 +280,7 @@ impl Router {
                 }
                 total += n;
                 self.devs[d].rx += n as u64;
-                for mut m in rx.drain() {
+                for mut m in rx.drain_prefetch(PREFETCH_AHEAD) {
                     let dev = &mut self.devs[d];
                     if let Some(s) = dev.synth.as_mut() {
                         s.stamp(&mut m);
@@ -303,9 +307,8 @@ impl Router {
         match action {
             Action::Queue(l) => {
                 let lane = &mut self.lanes[l];
-                match lane.port.classify(m.data()) {
-                    Ok(mut meta) => {
-                        meta.len = m.pkt_len();
+                match lane.port.classify_compact(m.data()) {
+                    Ok(c) => {
                         let mut sink = TxSink {
                             now,
                             dev_id: lane.dev_id,
@@ -314,7 +317,7 @@ impl Router {
                             c: &mut lane.c,
                             pcap: &mut self.pcap,
                         };
-                        lane.port.receive(Pkt { mbuf: m, meta }, now, &mut sink);
+                        lane.port.receive(Pkt::new(m, &c), now, &mut sink);
                     }
                     Err(_) => {
                         // Counted by the port as received + dropped (unparsable).
@@ -421,30 +424,36 @@ impl Router {
         }
     }
 
-    /// Flush the capture file.
+    /// Finish the capture: the writer thread writes what was recorded,
+    /// flushes the file and stops (later frames are skipped).
     pub fn flush_pcap(&mut self) {
         if let Some((w, _)) = self.pcap.as_mut() {
             w.flush();
         }
     }
 
-    /// pcap (frames written, frames skipped).
-    pub fn pcap_counts(&self) -> Option<(u64, u64)> {
-        self.pcap.as_ref().map(|(w, _)| (w.frames, w.skipped))
+    /// pcap (frames captured, frames skipped at the size bound, frames
+    /// dropped because the writer thread's ring was full, write failures).
+    pub fn pcap_counts(&self) -> Option<(u64, u64, u64, u64)> {
+        self.pcap
+            .as_ref()
+            .map(|(w, _)| (w.frames, w.skipped, w.ring_full, w.write_failed()))
     }
 
     /// A statistics snapshot.
     pub fn snapshot(&self, now: Time) -> Snapshot {
         let mut snap = Snapshot::default();
         self.snapshot_into(now, &mut snap);
+        snap.render_gauges();
         snap
     }
 
     /// Fill `out` with the current numbers, reusing its buffers: plain
-    /// copies, no text formatting. Once `out` has been filled before (the
-    /// steady state of the stats tick, which swaps the same two snapshots
-    /// back and forth with the publisher), the only allocations are those of
-    /// `discipline_gauges` (its labels, for RED, CHOKe, Cebinae and RRMQS).
+    /// copies, no text formatting (the discipline gauges are copied as
+    /// numbers; readers render their labels). Once `out` has been filled
+    /// before (the steady state of the stats tick, which circulates the
+    /// same three snapshots through [`crate::stats::Published`]), nothing
+    /// is allocated.
     pub fn snapshot_into(&self, now: Time, out: &mut Snapshot) {
         out.at = now;
         out.pool_free = u64::from(self.pool.available());
@@ -474,80 +483,52 @@ impl Router {
             o.bypass = l.c.bypass;
             o.variant_tx_bytes.clear();
             o.variant_tx_bytes.extend_from_slice(&l.c.variant_tx_bytes);
-            o.gauges = discipline_gauges(q);
+            o.disc = discipline_gauges(q);
         }
     }
 }
 
-/// Discipline-specific gauges: RRMQS indices and feedback, Cebinae's top flows.
-fn discipline_gauges(q: &AnyQdisc<Pkt>) -> Vec<(String, String, f64)> {
-    let mut g = Vec::new();
+/// Discipline-specific numbers (RED's average, Cebinae's last evaluation,
+/// RRMQS's last window): plain copies into a fixed-size value, no text.
+fn discipline_gauges(q: &AnyQdisc<Pkt>) -> DisciplineGauges {
     match q {
         AnyQdisc::Rrmqs(r) => {
             let w = r.latest_window();
-            for v in &w.variants {
-                let lab = format!("variant=\"{}\"", v.variant);
-                if let Some(i) = v.index {
-                    g.push(("rrmqs_index".to_string(), lab.clone(), i));
-                }
-                g.push((
-                    "rrmqs_main_packets".to_string(),
-                    lab.clone(),
-                    v.main_packets as f64,
-                ));
-                g.push((
-                    "rrmqs_main_flows".to_string(),
-                    lab.clone(),
-                    v.main_flows as f64,
-                ));
-                g.push((
-                    "rrmqs_feedback".to_string(),
-                    format!("{lab},state=\"{:?}\"", v.feedback),
-                    1.0,
-                ));
+            let mut variants = [RrmqsVariantGauges::default(); MAX_GAUGE_VARIANTS];
+            for (o, v) in variants.iter_mut().zip(&w.variants) {
+                *o = RrmqsVariantGauges {
+                    variant: v.variant,
+                    index: v.index,
+                    main_packets: v.main_packets,
+                    main_flows: v.main_flows,
+                    feedback: v.feedback,
+                };
             }
-            if let Some(j) = w.jain {
-                g.push(("rrmqs_jain".to_string(), String::new(), j));
+            DisciplineGauges::Rrmqs {
+                n: w.variants.len().min(MAX_GAUGE_VARIANTS),
+                variants,
+                jain: w.jain,
             }
         }
         AnyQdisc::Cebinae(c) => {
             let r = c.last_report();
-            g.push((
-                "cebinae_saturated".to_string(),
-                String::new(),
-                if r.saturated { 1.0 } else { 0.0 },
-            ));
-            g.push((
-                "cebinae_top_flows".to_string(),
-                String::new(),
-                r.top_flows as f64,
-            ));
-            g.push((
-                "cebinae_top_bytes".to_string(),
-                String::new(),
-                r.top_bytes as f64,
-            ));
-            g.push((
-                "cebinae_top_rate_bps".to_string(),
-                String::new(),
-                r.top_rate_bps,
-            ));
-            g.push((
-                "cebinae_bot_rate_bps".to_string(),
-                String::new(),
-                r.bot_rate_bps,
-            ));
+            DisciplineGauges::Cebinae {
+                saturated: r.saturated,
+                top_flows: r.top_flows as u64,
+                top_bytes: r.top_bytes,
+                top_rate_bps: r.top_rate_bps,
+                bot_rate_bps: r.bot_rate_bps,
+            }
         }
-        AnyQdisc::Red(r) => {
-            g.push(("red_average".to_string(), String::new(), r.core().average()));
-            g.push(("red_max_p".to_string(), String::new(), r.core().max_p()));
-        }
-        AnyQdisc::Choke(r) => {
-            g.push(("red_average".to_string(), String::new(), r.core().average()));
-        }
-        AnyQdisc::DropTail(_) => {}
+        AnyQdisc::Red(r) => DisciplineGauges::Red {
+            average: r.core().average(),
+            max_p: r.core().max_p(),
+        },
+        AnyQdisc::Choke(r) => DisciplineGauges::Choke {
+            average: r.core().average(),
+        },
+        AnyQdisc::DropTail(_) => DisciplineGauges::None,
     }
-    g
 }
 
 /// The flow-hash seed to use: `configured` when set, else a fresh random

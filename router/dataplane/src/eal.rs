@@ -70,6 +70,9 @@ pub struct Eal {
 impl Eal {
     /// Initialise EAL with `args` (without the program name).
     pub fn init(args: &[String]) -> Result<Eal, DpdkError> {
+        // The fast path reads rte_mbuf fields at fixed offsets: refuse to
+        // start on a DPDK whose layout differs.
+        crate::mbuf::layout::check().map_err(|e| DpdkError::new(e, None))?;
         let mut owned = vec![CString::new("tollgate-router").unwrap_or_default()];
         for a in args {
             owned.push(CString::new(a.as_str()).map_err(|_| {

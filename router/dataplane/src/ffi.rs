@@ -56,6 +56,7 @@ extern "C" {
     pub fn tg_mbuf_pkt_len(m: *const RteMbuf) -> u32;
     pub fn tg_mbuf_room(m: *const RteMbuf) -> u16;
     pub fn tg_mbuf_set_len(m: *mut RteMbuf, len: u16);
+    pub fn tg_mbuf_layout(out: *mut u32);
     pub fn tg_tsc_cycles() -> u64;
     pub fn tg_tsc_hz() -> u64;
     pub fn tg_errno() -> c_int;

@@ -3,15 +3,16 @@
 //! [`Mbuf`] owns one `rte_mbuf` (chain) and returns it to its pool when
 //! dropped, so a packet dropped anywhere in the pipeline (a discipline's
 //! verdict, a full delay line, shutdown) is freed exactly once. [`Pkt`] is
-//! an mbuf plus the library's [`PacketMeta`] and implements
+//! an mbuf plus a compact copy of the library's [`PacketMeta`](tollgate_router::PacketMeta) and implements
 //! [`PacketHandle`](tollgate_router::PacketHandle): that is what the disciplines queue. Nothing here
 //! allocates; `Pkt` moves by value through the library's preallocated rings.
 
 use std::ptr::NonNull;
 
-use tollgate_router::packet::parse_ethernet;
-use tollgate_router::packet::set_ce_in_frame;
-use tollgate_router::{PacketMeta, WithMeta};
+use tollgate_cca::VariantId;
+use tollgate_router::packet::{set_ce_at, Ecn, IpVersion};
+use tollgate_router::port::Classified;
+use tollgate_router::PacketHandle;
 
 use crate::ffi;
 
@@ -41,47 +42,139 @@ impl Mbuf {
         p
     }
 
+    /// Start of the first segment's data (`rte_pktmbuf_mtod`): `buf_addr + data_off`.
+    #[inline(always)]
+    fn data_ptr(&self) -> *mut u8 {
+        let m = self.0.as_ptr().cast::<u8>();
+        // SAFETY: the mbuf is valid; buf_addr and data_off are at the offsets
+        // checked by `layout::check` (and by the shim at compile time).
+        unsafe {
+            let buf = m.add(layout::BUF_ADDR).cast::<*mut u8>().read();
+            let off = m.add(layout::DATA_OFF).cast::<u16>().read();
+            buf.add(usize::from(off))
+        }
+    }
+
+    /// Bytes in the first segment (`data_len`).
+    #[inline(always)]
+    pub fn data_len(&self) -> u16 {
+        // SAFETY: valid mbuf; data_len is a u16 at the checked offset.
+        unsafe {
+            self.0
+                .as_ptr()
+                .cast::<u8>()
+                .add(layout::DATA_LEN)
+                .cast::<u16>()
+                .read()
+        }
+    }
+
     /// The first segment's bytes.
     #[inline]
     pub fn data(&self) -> &[u8] {
         // SAFETY: the mbuf is valid and owned; its first segment holds
         // `data_len` initialised bytes at `mtod`, borrowed for &self.
-        unsafe {
-            let p = ffi::tg_mbuf_data(self.0.as_ptr());
-            std::slice::from_raw_parts(p, usize::from(ffi::tg_mbuf_data_len(self.0.as_ptr())))
-        }
+        unsafe { std::slice::from_raw_parts(self.data_ptr(), usize::from(self.data_len())) }
     }
 
     /// The first segment's bytes, mutably.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: as `data`, with exclusive access through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), usize::from(self.data_len())) }
+    }
+
+    /// Prefetch the first cache line of the frame (the Ethernet / IP / L4
+    /// headers of an untagged 64-byte frame) into L1.
+    #[inline(always)]
+    pub fn prefetch_data(&self) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint and never faults, whatever the address.
         unsafe {
-            let p = ffi::tg_mbuf_data(self.0.as_ptr());
-            std::slice::from_raw_parts_mut(p, usize::from(ffi::tg_mbuf_data_len(self.0.as_ptr())))
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                self.data_ptr().cast::<i8>(),
+            );
         }
     }
 
     /// Overwrite the packet with `frame` (single segment). Returns false if it does not fit.
+    #[inline]
     pub fn write_frame(&mut self, frame: &[u8]) -> bool {
-        // SAFETY: the mbuf is valid and exclusively ours; the room check keeps
-        // the copy inside the first segment's buffer.
+        let m = self.0.as_ptr().cast::<u8>();
+        // SAFETY: the mbuf is valid and exclusively ours; the fields are at
+        // the checked offsets; the room check (buf_len - data_off) keeps the
+        // copy inside the first segment's buffer.
         unsafe {
-            let m = self.0.as_ptr();
-            if frame.len() > usize::from(ffi::tg_mbuf_room(m)) {
+            let off = m.add(layout::DATA_OFF).cast::<u16>().read();
+            let buf_len = m.add(layout::BUF_LEN).cast::<u16>().read();
+            if frame.len() > usize::from(buf_len.saturating_sub(off)) {
                 return false;
             }
-            ffi::tg_mbuf_set_len(m, frame.len() as u16);
-            std::ptr::copy_nonoverlapping(frame.as_ptr(), ffi::tg_mbuf_data(m), frame.len());
+            let len = frame.len() as u16;
+            m.add(layout::DATA_LEN).cast::<u16>().write(len);
+            m.add(layout::PKT_LEN).cast::<u32>().write(u32::from(len));
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), self.data_ptr(), frame.len());
         }
         true
     }
 
     /// Length of the whole chain.
-    #[inline]
+    #[inline(always)]
     pub fn pkt_len(&self) -> u32 {
-        // SAFETY: the mbuf is valid.
-        unsafe { ffi::tg_mbuf_pkt_len(self.0.as_ptr()) }
+        // SAFETY: valid mbuf; pkt_len is a u32 at the checked offset.
+        unsafe {
+            self.0
+                .as_ptr()
+                .cast::<u8>()
+                .add(layout::PKT_LEN)
+                .cast::<u32>()
+                .read()
+        }
+    }
+}
+
+/// Offsets of the `rte_mbuf` fields read directly on the fast path (DPDK
+/// 22.11, `rte_mbuf_core.h`). The shim asserts them at compile time;
+/// [`check`](layout::check) compares them with the shim's `offsetof` values
+/// at start-up ([`crate::eal::Eal::init`] calls it).
+pub mod layout {
+    use crate::ffi;
+
+    /// `void *buf_addr`.
+    pub const BUF_ADDR: usize = 0;
+    /// `uint16_t data_off`.
+    pub const DATA_OFF: usize = 16;
+    /// `uint16_t nb_segs`.
+    pub const NB_SEGS: usize = 20;
+    /// `uint32_t pkt_len`.
+    pub const PKT_LEN: usize = 36;
+    /// `uint16_t data_len`.
+    pub const DATA_LEN: usize = 40;
+    /// `uint16_t buf_len`.
+    pub const BUF_LEN: usize = 54;
+
+    /// Compare the offsets above with the C compiler's `offsetof` values
+    /// from the shim; an error names the first field that differs.
+    pub fn check() -> Result<(), String> {
+        let mut c = [0u32; 6];
+        // SAFETY: tg_mbuf_layout writes exactly six u32 values.
+        unsafe { ffi::tg_mbuf_layout(c.as_mut_ptr()) };
+        let ours = [
+            ("buf_addr", BUF_ADDR),
+            ("data_off", DATA_OFF),
+            ("nb_segs", NB_SEGS),
+            ("pkt_len", PKT_LEN),
+            ("data_len", DATA_LEN),
+            ("buf_len", BUF_LEN),
+        ];
+        for ((name, off), got) in ours.iter().zip(c) {
+            if *off as u32 != got {
+                return Err(format!(
+                    "rte_mbuf layout mismatch: {name} is at offset {got} in this DPDK, the dataplane reads it at {off} (built for DPDK 22.11)"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -93,32 +186,104 @@ impl Drop for Mbuf {
     }
 }
 
-/// A queued packet: the mbuf and its classification.
+/// A queued packet: the mbuf and its classification, in 24 bytes (the
+/// mbuf pointer, the flow hash, the length, the variant, ECN, flags and the
+/// IP header offset), so a ring slot is a third of a cache line and setting
+/// CE needs no second parse.
 #[derive(Debug)]
 pub struct Pkt {
     /// The buffer.
     pub mbuf: Mbuf,
-    /// Length, flow hash, variant, ECN, flow end.
-    pub meta: PacketMeta,
+    /// Seeded 5-tuple hash.
+    pub flow_hash: u64,
+    /// Frame length (the whole chain), as counted against limits and rates.
+    pub len: u32,
+    /// Variant of the flow.
+    pub variant: VariantId,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// [`Pkt::FLOW_END`] | [`Pkt::IPV6`].
+    pub flags: u8,
+    /// Offset of the IP header in the frame.
+    pub l3_offset: u8,
 }
 
-impl WithMeta for Pkt {
+impl Pkt {
+    /// Flag: TCP FIN or RST.
+    pub const FLOW_END: u8 = 1;
+    /// Flag: the IP header is IPv6.
+    pub const IPV6: u8 = 2;
+
+    /// A handle for `mbuf` classified as `c`; the length is the chain's
+    /// `pkt_len` (the classifier saw the first segment only).
     #[inline]
-    fn meta(&self) -> &PacketMeta {
-        &self.meta
+    pub fn new(mbuf: Mbuf, c: &Classified) -> Pkt {
+        let mut flags = 0;
+        if c.flow_end {
+            flags |= Pkt::FLOW_END;
+        }
+        if c.version == IpVersion::V6 {
+            flags |= Pkt::IPV6;
+        }
+        Pkt {
+            len: mbuf.pkt_len(),
+            mbuf,
+            flow_hash: c.flow_hash,
+            variant: c.variant,
+            ecn: c.ecn,
+            flags,
+            // The parser puts the IP header within 14 + 2 * 4 bytes.
+            l3_offset: u8::try_from(c.l3_offset).unwrap_or(u8::MAX),
+        }
     }
-    fn mark_ce(&mut self) -> bool {
-        // Marking is rare: re-parse for the header offsets instead of
-        // carrying the whole PacketInfo in every queued handle.
-        let Ok(info) = parse_ethernet(self.mbuf.data()) else {
+}
+
+impl PacketHandle for Pkt {
+    #[inline]
+    fn len_bytes(&self) -> u32 {
+        self.len
+    }
+    #[inline]
+    fn flow_hash(&self) -> u64 {
+        self.flow_hash
+    }
+    #[inline]
+    fn variant(&self) -> VariantId {
+        self.variant
+    }
+    #[inline]
+    fn ecn_capable(&self) -> bool {
+        self.ecn.is_capable()
+    }
+    fn set_ce(&mut self) -> bool {
+        if !self.ecn.is_capable() {
             return false;
+        }
+        let version = if self.flags & Pkt::IPV6 != 0 {
+            IpVersion::V6
+        } else {
+            IpVersion::V4
         };
-        if set_ce_in_frame(self.mbuf.data_mut(), &info) {
-            self.meta.ecn = tollgate_router::packet::Ecn::Ce;
+        if set_ce_at(self.mbuf.data_mut(), version, usize::from(self.l3_offset)) {
+            self.ecn = Ecn::Ce;
             true
         } else {
             false
         }
+    }
+    #[inline]
+    fn flow_end(&self) -> bool {
+        self.flags & Pkt::FLOW_END != 0
+    }
+}
+
+/// Prefetch the first cache line of the frame in the mbuf at `p` (null: nothing).
+#[inline(always)]
+fn prefetch_frame(p: *mut ffi::RteMbuf) {
+    if let Some(nn) = NonNull::new(p) {
+        // Borrow without taking ownership: the handle is forgotten, never dropped.
+        let m = std::mem::ManuallyDrop::new(Mbuf(nn));
+        m.prefetch_data();
     }
 }
 
@@ -168,6 +333,25 @@ impl<const N: usize> Burst<N> {
             })
     }
 
+    /// [`Burst::drain`], prefetching the frame headers `ahead` packets in
+    /// front of the one handed out (l3fwd's pattern), so classifying packet
+    /// `i` overlaps the cache misses of packets `i + 1 ..= i + ahead`.
+    #[inline]
+    pub fn drain_prefetch(&mut self, ahead: usize) -> impl Iterator<Item = Mbuf> + '_ {
+        let n = std::mem::take(&mut self.len);
+        let ptrs = &self.ptrs[..n];
+        for &p in ptrs.iter().take(ahead) {
+            prefetch_frame(p);
+        }
+        ptrs.iter().enumerate().filter_map(move |(i, &p)| {
+            if let Some(&q) = ptrs.get(i + ahead) {
+                prefetch_frame(q);
+            }
+            // SAFETY: every filled slot holds an mbuf from rx_burst that nobody else owns.
+            NonNull::new(p).map(|p| unsafe { Mbuf::from_raw(p) })
+        })
+    }
+
     /// Append an owned mbuf; hands it back if full.
     #[inline]
     pub fn push(&mut self, m: Mbuf) -> Result<(), Mbuf> {
@@ -214,5 +398,25 @@ impl<const N: usize> Drop for Burst<N> {
             unsafe { ffi::tg_pktmbuf_free_bulk(self.ptrs.as_mut_ptr(), self.len as u32) };
             self.len = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mbuf_layout_matches_the_linked_dpdk() {
+        // The shim is compiled against the installed DPDK headers; the
+        // offsets the fast path reads must be the compiler's.
+        assert_eq!(layout::check(), Ok(()));
+    }
+
+    #[test]
+    fn handle_is_compact() {
+        // A ring slot of the disciplines is one handle: keep it at 24 bytes
+        // (pointer, hash, length, variant, ECN, flags, IP offset).
+        assert_eq!(std::mem::size_of::<Pkt>(), 24);
+        assert_eq!(std::mem::size_of::<Option<Pkt>>(), 24);
     }
 }

@@ -10,8 +10,11 @@
 //! frame and the ingress reasons `no_route`, `not_ip`, `ttl`, `local`), and
 //! `queued` the frames still inside the pipelines.
 
+use std::cell::UnsafeCell;
 use std::fmt::Write as _;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
@@ -23,6 +26,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use tollgate_cca::{Time, VariantId};
 use tollgate_router::packet::ParseStats;
+use tollgate_router::rrmqs::Feedback;
 use tollgate_router::{Counters, DropReason};
 
 use crate::l3::NeighbourStats;
@@ -57,8 +61,139 @@ pub struct LaneSnap {
     pub bypass: u64,
     /// Transmitted bytes per variant (DSCP index).
     pub variant_tx_bytes: Vec<u64>,
-    /// Discipline gauges: (metric suffix, labels, value).
+    /// Discipline gauges as numbers, copied by the forwarding core.
+    pub disc: DisciplineGauges,
+    /// Discipline gauges as text: (metric suffix, labels, value), rendered
+    /// from `disc` by the reading thread ([`Snapshot::render_gauges`]).
     pub gauges: Vec<(String, String, f64)>,
+}
+
+/// Most RRMQS variants a snapshot carries (RRMQS allows up to 64).
+pub const MAX_GAUGE_VARIANTS: usize = 64;
+
+/// One RRMQS variant's gauges.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RrmqsVariantGauges {
+    /// The variant.
+    pub variant: VariantId,
+    /// `i = v / v'` in the last window.
+    pub index: Option<f64>,
+    /// Main-queue packets in the last window.
+    pub main_packets: u64,
+    /// Main-queue flows in the last window.
+    pub main_flows: u64,
+    /// Feedback in force.
+    pub feedback: Feedback,
+}
+
+impl Default for RrmqsVariantGauges {
+    fn default() -> Self {
+        RrmqsVariantGauges {
+            variant: VariantId::UNMARKED,
+            index: None,
+            main_packets: 0,
+            main_flows: 0,
+            feedback: Feedback::default(),
+        }
+    }
+}
+
+/// The discipline-specific numbers of a lane, in a fixed-size `Copy` form
+/// so that the forwarding core copies them without allocating; the labels
+/// and names are made by the reader ([`Snapshot::render_gauges`]).
+// RRMQS's variant is large (2.5 KiB), but boxing it would allocate at every
+// stats tick, which is what this type avoids; it is copied in place.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum DisciplineGauges {
+    /// DropTail (nothing specific), or not filled.
+    #[default]
+    None,
+    /// RED: average queue and current `max_p`.
+    Red {
+        /// Average queue.
+        average: f64,
+        /// Current `max_p`.
+        max_p: f64,
+    },
+    /// CHOKe: RED's average queue.
+    Choke {
+        /// Average queue.
+        average: f64,
+    },
+    /// Cebinae: the last evaluation.
+    Cebinae {
+        /// The port was saturated.
+        saturated: bool,
+        /// Top flows.
+        top_flows: u64,
+        /// Bytes of the top flows.
+        top_bytes: u64,
+        /// Rate installed for the top flows.
+        top_rate_bps: f64,
+        /// Rate installed for the others.
+        bot_rate_bps: f64,
+    },
+    /// RRMQS: the last closed window.
+    Rrmqs {
+        /// Variants in use in `variants`.
+        n: usize,
+        /// Per variant.
+        variants: [RrmqsVariantGauges; MAX_GAUGE_VARIANTS],
+        /// Jain's index over the variants.
+        jain: Option<f64>,
+    },
+}
+
+impl DisciplineGauges {
+    /// The (metric suffix, labels, value) rows of the table and the metrics.
+    pub fn render_into(&self, out: &mut Vec<(String, String, f64)>) {
+        out.clear();
+        let mut g = |n: &str, lab: String, v: f64| out.push((n.to_string(), lab, v));
+        match self {
+            DisciplineGauges::None => {}
+            DisciplineGauges::Red { average, max_p } => {
+                g("red_average", String::new(), *average);
+                g("red_max_p", String::new(), *max_p);
+            }
+            DisciplineGauges::Choke { average } => g("red_average", String::new(), *average),
+            DisciplineGauges::Cebinae {
+                saturated,
+                top_flows,
+                top_bytes,
+                top_rate_bps,
+                bot_rate_bps,
+            } => {
+                g(
+                    "cebinae_saturated",
+                    String::new(),
+                    f64::from(u8::from(*saturated)),
+                );
+                g("cebinae_top_flows", String::new(), *top_flows as f64);
+                g("cebinae_top_bytes", String::new(), *top_bytes as f64);
+                g("cebinae_top_rate_bps", String::new(), *top_rate_bps);
+                g("cebinae_bot_rate_bps", String::new(), *bot_rate_bps);
+            }
+            DisciplineGauges::Rrmqs { n, variants, jain } => {
+                for v in &variants[..(*n).min(MAX_GAUGE_VARIANTS)] {
+                    let lab = format!("variant=\"{}\"", v.variant);
+                    if let Some(i) = v.index {
+                        g("rrmqs_index", lab.clone(), i);
+                    }
+                    g("rrmqs_main_packets", lab.clone(), v.main_packets as f64);
+                    g("rrmqs_main_flows", lab.clone(), v.main_flows as f64);
+                    g(
+                        "rrmqs_feedback",
+                        format!("{lab},state=\"{:?}\"", v.feedback),
+                        1.0,
+                    );
+                }
+                if let Some(j) = jain {
+                    g("rrmqs_jain", String::new(), *j);
+                }
+            }
+        }
+    }
 }
 
 /// One device.
@@ -110,6 +245,14 @@ impl Totals {
 }
 
 impl Snapshot {
+    /// Render every lane's [`DisciplineGauges`] into its text `gauges`
+    /// (reader side; [`Published`] does it before handing a snapshot out).
+    pub fn render_gauges(&mut self) {
+        for l in &mut self.lanes {
+            l.disc.render_into(&mut l.gauges);
+        }
+    }
+
     /// Whole-router totals.
     pub fn totals(&self) -> Totals {
         let mut t = Totals::default();
@@ -644,84 +787,149 @@ impl Collector for SnapshotMetrics {
     }
 }
 
-/// The latest snapshot, handed from the forwarding loop to the threads
-/// that format it (the metrics endpoint, the stats printer).
+/// The hand-over of snapshots from the forwarding core to the threads that
+/// format them, without locks on the forwarding side: a triple buffer.
 ///
-/// The forwarding core calls [`Published::offer`] once per stats tick: a
-/// `try_lock` and a swap of two snapshots, so it never waits for a reader
-/// and allocates nothing; readers clone the snapshot under the lock and
-/// format outside it.
-#[derive(Debug, Default)]
+/// Three snapshot buffers circulate: the producer's (being filled), the
+/// consumer's (being read) and the middle one, whose index and a "fresh"
+/// bit live in one atomic byte. [`Published::offer`] swaps the filled
+/// snapshot into the producer's buffer and exchanges that buffer with the
+/// middle one (one atomic swap: wait-free, no system call, no allocation
+/// once the buffers have grown to size); readers take the middle buffer
+/// when it is fresh. A reader never blocks the forwarding core and the
+/// forwarding core never wakes a reader: readers poll every few
+/// milliseconds ([`Published::wait_newer`]). Readers serialise among
+/// themselves with a mutex only they use.
+#[derive(Debug)]
 pub struct Published {
-    slot: Mutex<Slot>,
-    changed: Condvar,
+    bufs: [UnsafeCell<Snapshot>; 3],
+    /// Index of the middle buffer | [`FRESH`].
+    middle: AtomicU8,
+    /// Set while a producer call runs (a second producer skips or waits).
+    producing: AtomicBool,
+    /// The producer's buffer index (touched only with `producing` held).
+    back: UnsafeCell<u8>,
+    reader: Mutex<ReaderSide>,
+    closed: AtomicBool,
 }
 
-#[derive(Debug, Default)]
-struct Slot {
+/// The "fresh" bit of [`Published::middle`].
+const FRESH: u8 = 4;
+
+#[derive(Debug)]
+struct ReaderSide {
+    /// The consumer's buffer index.
+    front: u8,
+    /// Snapshots taken so far.
     seq: u64,
-    snap: Snapshot,
-    closed: bool,
+}
+
+// SAFETY: each buffer is accessed by exactly one side at a time: the
+// producer's (index `back`, under `producing`), the consumer's (index
+// `front`, under the reader mutex), and the middle one by nobody until an
+// AcqRel swap of `middle` hands it to one side, which also publishes the
+// writes made to it.
+unsafe impl Sync for Published {}
+
+impl Default for Published {
+    fn default() -> Self {
+        Published {
+            bufs: Default::default(),
+            middle: AtomicU8::new(1),
+            producing: AtomicBool::new(false),
+            back: UnsafeCell::new(0),
+            reader: Mutex::new(ReaderSide { front: 2, seq: 0 }),
+            closed: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Published {
-    /// An empty slot.
+    /// How often a waiting reader looks for a new snapshot.
+    pub const POLL: Duration = Duration::from_millis(5);
+
+    /// An empty hand-over.
     pub fn new() -> Arc<Published> {
         Arc::new(Published::default())
     }
 
-    /// Forwarding core: swap `snap` in if no reader holds the lock (else
-    /// skip this tick). `snap` comes back holding the previous snapshot,
-    /// whose buffers the next tick reuses. Returns whether it was published.
+    /// Forwarding core: publish `snap`. `snap` comes back holding an older
+    /// snapshot, whose buffers the next tick reuses. Wait-free; returns
+    /// false (and publishes nothing) only if another producer call is
+    /// running at the same moment.
     pub fn offer(&self, snap: &mut Snapshot) -> bool {
-        let Ok(mut slot) = self.slot.try_lock() else {
+        if self.producing.swap(true, Ordering::Acquire) {
             return false;
-        };
-        std::mem::swap(&mut slot.snap, snap);
-        slot.seq += 1;
-        drop(slot);
-        self.changed.notify_all();
+        }
+        // SAFETY: `producing` is held, so `back` and its buffer are ours.
+        unsafe {
+            let back = &mut *self.back.get();
+            std::ptr::swap(self.bufs[usize::from(*back)].get(), snap);
+            *back = self.middle.swap(*back | FRESH, Ordering::AcqRel) & 3;
+        }
+        self.producing.store(false, Ordering::Release);
         true
     }
 
-    /// Publish `snap`, waiting for the lock (not for the forwarding loop).
-    pub fn publish(&self, snap: Snapshot) {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        slot.snap = snap;
-        slot.seq += 1;
-        drop(slot);
-        self.changed.notify_all();
+    /// Publish `snap` from any thread (not for the forwarding loop: it
+    /// spins while another producer call runs).
+    pub fn publish(&self, mut snap: Snapshot) {
+        while !self.offer(&mut snap) {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Take the middle buffer if it is fresh; the consumer's buffer index.
+    fn refresh(&self, r: &mut ReaderSide) {
+        if self.middle.load(Ordering::Relaxed) & FRESH != 0 {
+            r.front = self.middle.swap(r.front, Ordering::AcqRel) & 3;
+            r.seq += 1;
+        }
+    }
+
+    fn reader(&self) -> std::sync::MutexGuard<'_, ReaderSide> {
+        self.reader.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The consumer's snapshot, with its discipline gauges rendered.
+    fn front_copy(&self, r: &ReaderSide) -> Snapshot {
+        // SAFETY: the reader mutex is held, so the `front` buffer is ours.
+        let mut s = unsafe { (*self.bufs[usize::from(r.front)].get()).clone() };
+        s.render_gauges();
+        s
     }
 
     /// The latest snapshot (empty before the first).
     pub fn latest(&self) -> Snapshot {
-        self.slot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .snap
-            .clone()
+        let mut r = self.reader();
+        self.refresh(&mut r);
+        self.front_copy(&r)
     }
 
     /// Wait until a snapshot newer than `seen` (a sequence number returned
     /// before, 0 at first) is published, and return it with its number;
     /// `None` once [`Published::close`] was called and nothing newer came.
     pub fn wait_newer(&self, seen: u64) -> Option<(u64, Snapshot)> {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if slot.seq > seen {
-                return Some((slot.seq, slot.snap.clone()));
+            let closed = self.closed.load(Ordering::Acquire);
+            {
+                let mut r = self.reader();
+                self.refresh(&mut r);
+                if r.seq > seen {
+                    return Some((r.seq, self.front_copy(&r)));
+                }
             }
-            if slot.closed {
+            if closed {
                 return None;
             }
-            slot = self.changed.wait(slot).unwrap_or_else(|e| e.into_inner());
+            std::thread::sleep(Self::POLL);
         }
     }
 
-    /// Wake every [`Published::wait_newer`] for good.
+    /// Make every [`Published::wait_newer`] return `None` once it has
+    /// seen the last snapshot.
     pub fn close(&self) {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
-        self.changed.notify_all();
+        self.closed.store(true, Ordering::Release);
     }
 }
 
@@ -993,6 +1201,42 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_offers_and_reads_never_tear_a_snapshot() {
+        // The producer writes snapshots whose fields all carry the same
+        // number; a reader must only ever see whole snapshots, in order.
+        let p = Published::new();
+        let producer = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let mut s = Snapshot::default();
+                for i in 1..=20_000u64 {
+                    s.pool_free = i;
+                    s.devs.resize_with(1 + (i % 3) as usize, DevSnap::default);
+                    for d in &mut s.devs {
+                        d.rx = i;
+                        d.hw = [i; 8];
+                    }
+                    assert!(p.offer(&mut s));
+                }
+                p.close();
+            })
+        };
+        let (mut seen, mut last) = (0, 0);
+        while let Some((seq, s)) = p.wait_newer(seen) {
+            seen = seq;
+            let i = s.pool_free;
+            assert!(i > last, "went back from {last} to {i}");
+            last = i;
+            assert_eq!(s.devs.len(), 1 + (i % 3) as usize);
+            for d in &s.devs {
+                assert_eq!((d.rx, d.hw), (i, [i; 8]), "torn snapshot");
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(last, 20_000, "the last snapshot reaches the reader");
+    }
+
+    #[test]
     fn offer_swaps_without_waiting_and_readers_see_the_latest() {
         let p = Published::new();
         assert_eq!(p.latest().devs.len(), 0);
@@ -1002,11 +1246,21 @@ mod tests {
         assert_eq!(p.latest().devs[0].rx, 10);
         let (seq, got) = p.wait_newer(0).unwrap();
         assert_eq!((seq, got.pool_free), (1, 1000));
-        // A reader holding the lock makes the forwarding core skip, not wait.
-        let guard = p.slot.lock().unwrap();
-        assert!(!p.offer(&mut s));
+        // A reader holding its lock does not stop the forwarding core.
+        let guard = p.reader.lock().unwrap();
+        let mut t = snapshot();
+        t.pool_free = 7;
+        assert!(p.offer(&mut t));
         drop(guard);
+        let (seq, got) = p.wait_newer(1).unwrap();
+        assert_eq!((seq, got.pool_free), (2, 7));
+        // Many offers between two reads: the reader sees the last one.
+        for i in 0..10 {
+            t.pool_free = 100 + i;
+            assert!(p.offer(&mut t));
+        }
+        assert_eq!(p.wait_newer(2).unwrap().1.pool_free, 109);
         p.close();
-        assert!(p.wait_newer(1).is_none());
+        assert!(p.wait_newer(3).is_none());
     }
 }

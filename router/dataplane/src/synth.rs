@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use tollgate_router::packet::build::udp4;
 use tollgate_router::packet::FlowKey;
 
-use crate::config::{variant_id, SyntheticConfig};
+use crate::config::{variant_id, SyntheticConfig, IMIX};
 use crate::mbuf::Mbuf;
 
 /// Round-robin frame templates.
@@ -21,11 +21,24 @@ pub struct Synth {
 }
 
 impl Synth {
-    /// Templates for `config` (flows 198.18.0.0/15 -> 198.19.0.1, benchmark range of RFC 2544).
+    /// Templates for `config` (flows 198.18.0.0/15 -> 198.19.0.1, benchmark
+    /// range of RFC 2544). With `imix`, template `i` has length
+    /// `IMIX[i % 12]` and there are at least 12 templates (flow `i % flows`).
     pub fn new(config: &SyntheticConfig) -> Synth {
-        let payload = usize::from(config.frame_len).saturating_sub(42);
-        let templates = (0..config.flows)
-            .map(|i| {
+        let count = if config.imix {
+            config.flows.max(IMIX.len() as u32)
+        } else {
+            config.flows
+        };
+        let templates = (0..count)
+            .map(|t| {
+                let frame_len = if config.imix {
+                    IMIX[t as usize % IMIX.len()]
+                } else {
+                    config.frame_len
+                };
+                let payload = usize::from(frame_len).saturating_sub(42);
+                let i = t % config.flows.max(1);
                 let src = Ipv4Addr::from(0xC612_0000u32 | (i & 0xFFFF));
                 let key = FlowKey::new(
                     src.into(),
@@ -45,6 +58,12 @@ impl Synth {
             })
             .collect();
         Synth { templates, next: 0 }
+    }
+
+    /// Mean frame length of the templates, bytes.
+    pub fn mean_len(&self) -> f64 {
+        let n = self.templates.len().max(1) as f64;
+        self.templates.iter().map(|t| t.len() as f64).sum::<f64>() / n
     }
 
     /// Overwrite `m` with the next template.

@@ -134,3 +134,73 @@ fn per_class_delay_and_accounting() {
     assert_eq!(p.parse_stats().truncated, 1);
     assert_eq!(p.qdisc().counters().dequeued, 3);
 }
+
+#[test]
+fn compact_classification_matches_the_full_one() {
+    // classify_compact (IPv4 fast path without rules, general path with
+    // rules or other shapes) gives the same hash, variant, ECN, length and
+    // flow end as classify, and counts the same parse outcomes.
+    use tollgate_router::classify::Rule;
+    use tollgate_router::packet::PROTO_TCP;
+    let mut frames = Vec::new();
+    for i in 0..64u32 {
+        let key = FlowKey::new(
+            std::net::Ipv4Addr::from(0x0A00_0000 | i).into(),
+            "10.9.9.9".parse().unwrap(),
+            PROTO_UDP,
+            1000 + i as u16,
+            53,
+        );
+        let tos = ((i as u8 % 64) << 2) | (i as u8 & 3);
+        frames.push(build::udp4(&key, tos, i as usize));
+        let mut t = build::udp4(
+            &FlowKey {
+                proto: PROTO_TCP,
+                ..key
+            },
+            tos,
+            20 + i as usize,
+        );
+        t[23] = PROTO_TCP;
+        t[46] = 5 << 4;
+        t[47] = if i % 3 == 0 { 0x01 } else { 0x10 };
+        frames.push(t);
+    }
+    frames.push(vec![0u8; 10]); // truncated
+    let mut arp = build::udp4(&FlowKey::default(), 0, 10);
+    arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    frames.push(arp);
+    for rules in [
+        Vec::new(),
+        vec![Rule::any(VariantId::from_dscp(7).unwrap())],
+    ] {
+        let mk = || {
+            Port::new(
+                Classifier::new(rules.clone(), true),
+                9,
+                &DelayConfig::default(),
+                DropTail::<PacketMeta>::new(&DropTailConfig::default()).unwrap(),
+                &ShaperConfig::default(),
+            )
+            .unwrap()
+        };
+        let (mut a, mut b) = (mk(), mk());
+        for f in &frames {
+            let full = a.classify(f);
+            let compact = b.classify_compact(f);
+            match (full, compact) {
+                (Ok(m), Ok(c)) => {
+                    assert_eq!(
+                        (m.flow_hash, m.variant, m.ecn, m.len, m.flow_end),
+                        (c.flow_hash, c.variant, c.ecn, c.len, c.flow_end)
+                    );
+                    assert_eq!(c.l3_offset, 14);
+                }
+                (Err(x), Err(y)) => assert_eq!(x, y),
+                (x, y) => panic!("classify {x:?} but classify_compact {y:?}"),
+            }
+        }
+        assert_eq!(a.parse_stats(), b.parse_stats());
+        assert_eq!(a.counters(), b.counters());
+    }
+}

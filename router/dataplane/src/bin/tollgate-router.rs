@@ -221,8 +221,10 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         }
         println!("{v}");
     }
-    if let Some((frames, skipped)) = router.pcap_counts() {
-        println!("pcap: frames={frames} skipped={skipped}");
+    if let Some((frames, skipped, ring_full, failed)) = router.pcap_counts() {
+        println!(
+            "pcap: frames={frames} skipped={skipped} ring_full={ring_full} write_failed={failed}"
+        );
     }
     let t = snap.totals();
     let ok = t.exact() && snap.lanes_exact();
