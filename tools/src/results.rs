@@ -724,7 +724,7 @@ pub fn table(r: &Results) -> String {
         }
     };
     let how = if r.environment.is_some() {
-        "on a real network"
+        "run"
     } else {
         "simulated"
     };
