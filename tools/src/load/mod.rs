@@ -15,7 +15,7 @@
 //!   quiche's client with its own congestion control.
 //!
 //! What is not emulated: `rtt` (and the topology) belong to the path the
-//! packets take. The results say so ([`crate::results::Environment::note`])
+//! packets take. The results say so ([`environment::Environment::note`])
 //! and report each flow's *measured* minimum RTT in `rtt_ms`.
 //!
 //! A sampler on the calling thread records every flow's goodput bytes each
