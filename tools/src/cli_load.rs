@@ -93,7 +93,7 @@ Exit codes: 0 every flow completed; 1 a flow failed (its reason is in
 results.json) or the run could not start; 130 Ctrl-C (results written, marked
 partial).")]
 pub struct LoadArgs {
-    /// Scenario file whose [[flows]] to run (the same file `tollgate sim` runs).
+    /// Scenario file whose `[[flows]]` to run (the same file `tollgate sim` runs).
     #[arg(required_unless_present = "flows", conflicts_with = "flows")]
     pub scenario: Option<PathBuf>,
     /// Server address (UDP and TCP port of `tollgate serve`).
@@ -246,7 +246,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The scenario of a quick run: `--flows` as [[flows]] groups.
+/// The scenario of a quick run: `--flows` as `[[flows]]` groups.
 fn quick_scenario(args: &LoadArgs, text: &str) -> anyhow::Result<scenario::Scenario> {
     let groups = parse_quick(text).map_err(|e| anyhow::anyhow!(e))?;
     let mut doc = toml::Table::new();

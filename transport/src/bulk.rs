@@ -305,7 +305,7 @@ impl Sender {
     }
 
     /// Cap the pattern data at `bytes_per_s` (a token bucket of
-    /// [`RATE_BURST`] bytes, counted from the first [`pump`](Self::pump)).
+    /// 16 KB, counted from the first [`pump`](Self::pump)).
     pub fn with_rate(mut self, bytes_per_s: f64) -> Self {
         self.rate = Some((bytes_per_s, None));
         self

@@ -4,7 +4,7 @@
 //! dropped, so a packet dropped anywhere in the pipeline (a discipline's
 //! verdict, a full delay line, shutdown) is freed exactly once. [`Pkt`] is
 //! an mbuf plus a compact copy of the library's [`PacketMeta`](tollgate_router::PacketMeta) and implements
-//! [`PacketHandle`](tollgate_router::PacketHandle): that is what the disciplines queue. Nothing here
+//! [`PacketHandle`]: that is what the disciplines queue. Nothing here
 //! allocates; `Pkt` moves by value through the library's preallocated rings.
 
 use std::ptr::NonNull;
