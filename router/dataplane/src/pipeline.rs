@@ -62,8 +62,8 @@ const _: () = assert!(ELEM.is_multiple_of(4));
 
 /// A single-producer / single-consumer `rte_ring` of [`Pkt`] handles.
 ///
-/// The ring owns the handles it holds: [`Ring::enqueue`] moves them in
-/// (bitwise, through the C copy), [`Ring::dequeue`] moves them out, and
+/// The ring owns the handles it holds: `enqueue` moves them in
+/// (bitwise, through the C copy), `dequeue` moves them out, and
 /// dropping the ring frees whatever is still inside. The pipeline gives
 /// each ring exactly one producer lcore and one consumer lcore.
 #[derive(Debug)]
