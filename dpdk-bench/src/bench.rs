@@ -76,6 +76,12 @@ struct Opts {
     /// more than one lcore also show the ratio to 1 lcore of the same case.
     #[arg(long, default_value = "1", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=2))]
     lcores: Vec<u32>,
+    /// The 2-lcore layout: `split` (RX/classify worker on lcore 1, the
+    /// scheduler of both egress ports on lcore 0) or `two-workers` (each
+    /// lcore takes one port's RX and runs the egress of the other port, to
+    /// completion; the hand-off ring stays on the lcore).
+    #[arg(long, default_value = "split", value_parser = ["split", "two-workers"])]
+    layout: String,
     /// Shaped egress rate (`"1Gbit"`, bit/s); default the link speed. Below
     /// the offered load, the shaper and the drop paths are measured too.
     #[arg(long)]
@@ -194,9 +200,10 @@ fn parent(o: &Opts) -> ExitCode {
     };
     let lcores: Vec<String> = o.lcores.iter().map(u32::to_string).collect();
     println!(
-        "tollgate-dpdk-bench: {} s per case, lcores {}, net_null0 <-> net_null1, shaped rate {}",
+        "tollgate-dpdk-bench: {} s per case, lcores {} (2-lcore layout {}), net_null0 <-> net_null1, shaped rate {}",
         o.seconds,
         lcores.join(","),
+        o.layout,
         o.rate.as_deref().unwrap_or("link speed")
     );
     println!("| frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | ratio to 1 lcore |");
@@ -223,6 +230,8 @@ fn parent(o: &Opts) -> ExitCode {
                         &flows.to_string(),
                         "--lcores",
                         &n.to_string(),
+                        "--layout",
+                        &o.layout,
                     ]);
                 if let Some(r) = &o.rate {
                     cmd.args(["--rate", r]);
@@ -429,10 +438,14 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
     };
     // 2 lcores: the pipeline, RX/classify worker on lcore 1, the
     // scheduler of both egress ports on lcore 0 (the main lcore).
-    let pipeline = if o.lcores[0] > 1 {
-        "[pipeline]\nworkers = [1]\nschedulers = { net_null0 = 0, net_null1 = 0 }\n"
-    } else {
-        ""
+    let pipeline = match (o.lcores[0] > 1, o.layout.as_str()) {
+        (false, _) => "",
+        (true, "two-workers") => {
+            // Worker lcore 0 polls net_null0, whose frames leave through
+            // net_null1, scheduled on lcore 0 too; likewise lcore 1.
+            "[pipeline]\nworkers = [0, 1]\nschedulers = { net_null0 = 1, net_null1 = 0 }\n"
+        }
+        (true, _) => "[pipeline]\nworkers = [1]\nschedulers = { net_null0 = 0, net_null1 = 0 }\n",
     };
     let text = format!(
         "stats_interval = \"0s\"\nhash_seed = 1\nmbufs = 16383\n{pipeline}{}{}",
@@ -511,6 +524,9 @@ mod tests {
         assert_eq!(o.lcores, [1]);
         let l = Opts::try_parse_from(["b", "--lcores", "1,2"]).unwrap();
         assert_eq!(l.lcores, [1, 2]);
+        assert_eq!(o.layout, "split");
+        assert!(Opts::try_parse_from(["b", "--layout", "two-workers"]).is_ok());
+        assert!(Opts::try_parse_from(["b", "--layout", "x"]).is_err());
         // The child gets one frame size back in the form it parses.
         assert_eq!(
             frame_size(&FrameSize::Imix.to_string()),

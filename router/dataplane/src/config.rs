@@ -109,7 +109,10 @@ pub struct PipelineConfig {
     /// RX/classify worker lcores (EAL lcore ids, listed in `-l`).
     pub workers: Vec<u32>,
     /// Egress device -> scheduler lcore; every port needs one, and one
-    /// lcore may schedule several ports.
+    /// lcore may schedule several ports. A scheduler lcore may also be a
+    /// worker: it then runs both, one step each per iteration (the "two
+    /// workers" layout: each lcore RX of one port and the egress of the
+    /// other, run to completion).
     pub schedulers: BTreeMap<String, u32>,
     /// Packets per (worker, egress) ring, a power of two in 64..=65536.
     /// Default 1024. A full ring drops (counted `ring_full`).
@@ -150,12 +153,6 @@ impl PipelineConfig {
             if *l >= MAX_LCORE {
                 return Err(problem(format!(
                     "`pipeline.schedulers.{dev}` = {l} is out of range (0..{MAX_LCORE})"
-                )));
-            }
-            if self.workers.contains(l) {
-                return Err(problem(format!(
-                    "`pipeline.schedulers.{dev}` = {l} is also in `pipeline.workers`: \
-                     give the worker and the scheduler different lcores"
                 )));
             }
         }
@@ -888,6 +885,12 @@ mod tests {
         .unwrap();
         let p = ok.pipeline.unwrap();
         assert_eq!((p.workers, p.ring_size), (vec![1], 1024));
+        // "Two workers": each lcore is a worker and a scheduler.
+        assert!(two(
+            "[pipeline]\nworkers = [0, 1]\nschedulers = { a = 1, b = 0 }",
+            ""
+        )
+        .is_ok());
         for (pipeline, extra, want) in [
             (
                 "[pipeline]\nworkers = []\nschedulers = { a = 0, b = 0 }",
@@ -903,11 +906,6 @@ mod tests {
                 "[pipeline]\nworkers = [1]\nschedulers = { a = 0, b = 0, c = 0 }",
                 "",
                 "`pipeline.schedulers.c`",
-            ),
-            (
-                "[pipeline]\nworkers = [1]\nschedulers = { a = 1, b = 0 }",
-                "",
-                "also in `pipeline.workers`",
             ),
             (
                 "[pipeline]\nworkers = [1, 1]\nschedulers = { a = 0, b = 0 }",

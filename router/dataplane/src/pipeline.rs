@@ -252,61 +252,80 @@ impl Worker {
         out.absorb(&part);
     }
 
-    /// The worker loop: RX, stamp, L2 decision, classify, stage per egress,
-    /// one ring enqueue per egress per RX burst. Returns when [`STOP`] is
-    /// set or `until` passes.
-    fn run(&mut self, rings: &[Ring], ctl: &Control, part: &Published) {
-        let mut rx: Burst<MAX_BURST> = Burst::default();
-        let mut staged: Vec<Box<Staging>> = rings.iter().map(|_| Staging::new()).collect();
-        let mut snap = Snapshot::default();
-        let mut next_stats = ctl.first_tick();
-        let mut iter: u32 = 0;
-        loop {
-            for qi in 0..self.queues.len() {
-                let (d, port, q) = self.queues[qi];
-                let n = rx.rx_upto(port, q, self.burst);
-                if n == 0 {
+    /// One worker iteration: for each of its RX queues, RX, stamp, L2
+    /// decision, classify, stage per egress, one ring enqueue per egress;
+    /// every 64 iterations the stop check and the stats tick. Sets
+    /// `st.stopped` when [`STOP`] is set or `until` has passed.
+    #[inline]
+    fn step(&mut self, rings: &[Ring], ctl: &Control, part: &Published, st: &mut WorkerLoop) {
+        for qi in 0..self.queues.len() {
+            let (d, port, q) = self.queues[qi];
+            let n = st.rx.rx_upto(port, q, self.burst);
+            if n == 0 {
+                continue;
+            }
+            self.rx[d] += n as u64;
+            let lane = self.peer_lane[d];
+            for mut m in st.rx.drain_prefetch(PREFETCH_AHEAD) {
+                if let Some(s) = self.synth[d].as_mut() {
+                    s.stamp(&mut m);
+                }
+                if !is_ip(m.data()) {
+                    st.staged[lane].push(Pkt::bypass(m));
                     continue;
                 }
-                self.rx[d] += n as u64;
-                let lane = self.peer_lane[d];
-                for mut m in rx.drain_prefetch(PREFETCH_AHEAD) {
-                    if let Some(s) = self.synth[d].as_mut() {
-                        s.stamp(&mut m);
-                    }
-                    if !is_ip(m.data()) {
-                        staged[lane].push(Pkt::bypass(m));
-                        continue;
-                    }
-                    let wl = &mut self.lanes[lane];
-                    match self.ingress.classify_compact(m.data(), &mut wl.parse) {
-                        Ok(c) => staged[lane].push(Pkt::new(m, &c)),
-                        Err(_) => {
-                            let len = m.pkt_len();
-                            wl.counters.on_receive(len);
-                            wl.counters.on_drop(DropReason::Unparsable, len);
-                            // Dropping `m` frees the frame.
-                        }
-                    }
-                }
-                for (l, s) in staged.iter_mut().enumerate() {
-                    self.lanes[l].ring_full += s.flush(&rings[l]);
-                }
-            }
-            iter = iter.wrapping_add(1);
-            if iter.is_multiple_of(64) {
-                let now = ctl.clock.now();
-                if ctl.should_stop(now) {
-                    break;
-                }
-                if let Some(t) = next_stats {
-                    if now >= t {
-                        self.snapshot_into(now, &mut snap);
-                        part.offer(&mut snap);
-                        next_stats = ctl.next_tick(t);
+                let wl = &mut self.lanes[lane];
+                match self.ingress.classify_compact(m.data(), &mut wl.parse) {
+                    Ok(c) => st.staged[lane].push(Pkt::new(m, &c)),
+                    Err(_) => {
+                        let len = m.pkt_len();
+                        wl.counters.on_receive(len);
+                        wl.counters.on_drop(DropReason::Unparsable, len);
+                        // Dropping `m` frees the frame.
                     }
                 }
             }
+            for (l, s) in st.staged.iter_mut().enumerate() {
+                self.lanes[l].ring_full += s.flush(&rings[l]);
+            }
+        }
+        st.iter = st.iter.wrapping_add(1);
+        if st.iter.is_multiple_of(64) {
+            let now = ctl.clock.now();
+            if ctl.should_stop(now) {
+                st.stopped = true;
+                return;
+            }
+            if let Some(t) = st.next_stats {
+                if now >= t {
+                    self.snapshot_into(now, &mut st.snap);
+                    part.offer(&mut st.snap);
+                    st.next_stats = ctl.next_tick(t);
+                }
+            }
+        }
+    }
+}
+
+/// A worker's loop state (buffers reused across iterations).
+struct WorkerLoop {
+    rx: Burst<MAX_BURST>,
+    staged: Vec<Box<Staging>>,
+    snap: Snapshot,
+    next_stats: Option<Time>,
+    iter: u32,
+    stopped: bool,
+}
+
+impl WorkerLoop {
+    fn new(lanes: usize, ctl: &Control) -> WorkerLoop {
+        WorkerLoop {
+            rx: Burst::default(),
+            staged: (0..lanes).map(|_| Staging::new()).collect(),
+            snap: Snapshot::default(),
+            next_stats: ctl.first_tick(),
+            iter: 0,
+            stopped: false,
         }
     }
 }
@@ -449,53 +468,58 @@ struct Scheduler<'a> {
 }
 
 impl Scheduler<'_> {
-    /// Dequeue every ring of every owned lane, run the pipelines, TX.
-    /// Returns when the workers have stopped and the rings are empty.
-    fn run(&mut self, rings: &[Vec<Ring>], ctl: &Control, part: &Published, burst: usize) {
-        let mut buf: [MaybeUninit<Pkt>; MAX_BURST] = [const { MaybeUninit::uninit() }; MAX_BURST];
+    /// One scheduler iteration: dequeue every ring of every owned lane
+    /// into its pipeline, poll the pipelines, TX; the stop check and the
+    /// stats tick. Sets `st.done` once the workers have stopped and a pass
+    /// found every ring empty.
+    #[inline]
+    fn step(
+        &mut self,
+        rings: &[Vec<Ring>],
+        ctl: &Control,
+        part: &Published,
+        burst: usize,
+        st: &mut SchedLoop,
+    ) {
+        let now = ctl.clock.now();
+        // Read before the pass: a worker's last enqueues happen before
+        // its decrement (Release), so if this (Acquire) sees 0, the pass
+        // below sees everything the workers ever enqueued.
+        let workers_done = ctl.workers_running.load(Ordering::Acquire) == 0;
         let burst = burst.clamp(1, MAX_BURST);
-        let mut snap = Snapshot::default();
-        let mut next_stats = ctl.first_tick();
-        let mut iter: u32 = 0;
-        loop {
-            let now = ctl.clock.now();
-            // Read before the pass: a worker's last enqueues happen before
-            // its decrement (Release), so if this (Acquire) sees 0, the
-            // pass below sees everything the workers ever enqueued.
-            let workers_done = ctl.workers_running.load(Ordering::Acquire) == 0;
-            let mut got = 0;
-            for (li, lane) in self.lanes.iter_mut() {
-                for row in rings {
-                    let n = row[*li].dequeue(&mut buf[..burst]);
-                    got += n;
-                    for slot in &buf[..n] {
-                        // SAFETY: the first n slots were just filled by the
-                        // ring with handles that are now ours; each is read once.
-                        let p = unsafe { slot.assume_init_read() };
-                        self.sink.receive(lane, p, now);
-                    }
+        let mut got = 0;
+        for (li, lane) in self.lanes.iter_mut() {
+            for row in rings {
+                let n = row[*li].dequeue(&mut st.buf[..burst]);
+                got += n;
+                for slot in &st.buf[..n] {
+                    // SAFETY: the first n slots were just filled by the
+                    // ring with handles that are now ours; each is read once.
+                    let p = unsafe { slot.assume_init_read() };
+                    self.sink.receive(lane, p, now);
                 }
-                self.sink.poll(lane, now);
             }
-            iter = iter.wrapping_add(1);
-            if iter.is_multiple_of(64) || got == 0 {
-                if ctl.abort.load(Ordering::Relaxed)
-                    || (got == 0 && workers_done && ctl.should_stop(now))
-                {
-                    // The workers are gone and this pass found every ring
-                    // empty: nothing more can arrive.
-                    break;
-                }
-                if let Some(t) = next_stats {
-                    if now >= t {
-                        self.snapshot_into(now, rings, &mut snap);
-                        part.offer(&mut snap);
-                        next_stats = ctl.next_tick(t);
-                    }
+            self.sink.poll(lane, now);
+        }
+        st.iter = st.iter.wrapping_add(1);
+        if st.iter.is_multiple_of(64) || got == 0 {
+            if ctl.abort.load(Ordering::Relaxed)
+                || (got == 0 && workers_done && ctl.should_stop(now))
+            {
+                // The workers are gone and this pass found every ring
+                // empty: nothing more can arrive.
+                st.done = true;
+                tracing::debug!(lcore = self.lcore, "scheduler stopped");
+                return;
+            }
+            if let Some(t) = st.next_stats {
+                if now >= t {
+                    self.snapshot_into(now, rings, &mut st.snap);
+                    part.offer(&mut st.snap);
+                    st.next_stats = ctl.next_tick(t);
                 }
             }
         }
-        tracing::debug!(lcore = self.lcore, "scheduler stopped");
     }
 
     fn snapshot_into(&self, now: Time, rings: &[Vec<Ring>], out: &mut Snapshot) {
@@ -506,6 +530,68 @@ impl Scheduler<'_> {
             let o = &mut out.lanes[*i];
             crate::dataplane::fill_lane_snap(o, lane);
             o.ring_queued = rings.iter().map(|r| r[*i].count() as u64).sum();
+        }
+    }
+}
+
+/// A scheduler's loop state.
+struct SchedLoop {
+    buf: [MaybeUninit<Pkt>; MAX_BURST],
+    snap: Snapshot,
+    next_stats: Option<Time>,
+    iter: u32,
+    done: bool,
+}
+
+impl SchedLoop {
+    fn new(ctl: &Control) -> SchedLoop {
+        SchedLoop {
+            buf: [const { MaybeUninit::uninit() }; MAX_BURST],
+            snap: Snapshot::default(),
+            next_stats: ctl.first_tick(),
+            iter: 0,
+            done: false,
+        }
+    }
+}
+
+/// What one lcore runs: a worker, a scheduler, or both (run to
+/// completion on one core: each iteration a worker step, then a
+/// scheduler step; the worker's packets for a port scheduled on the same
+/// lcore still go through their ring, so order and accounting are the
+/// same as across cores).
+fn run_lcore(
+    mut worker: Option<(&mut Worker, &[Ring], &Published)>,
+    mut sched: Option<(&mut Scheduler<'_>, &Published)>,
+    rings: &[Vec<Ring>],
+    ctl: &Control,
+    burst: usize,
+) {
+    let mut wl = worker
+        .as_ref()
+        .map(|(_, r, _)| WorkerLoop::new(r.len(), ctl));
+    let mut sl = sched.as_ref().map(|_| SchedLoop::new(ctl));
+    loop {
+        if let (Some((w, r, part)), Some(st)) = (worker.as_mut(), wl.as_mut()) {
+            if !st.stopped {
+                w.step(r, ctl, part, st);
+                if st.stopped {
+                    ctl.workers_running.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+        }
+        match (sched.as_mut(), sl.as_mut()) {
+            (Some((s, part)), Some(st)) => {
+                s.step(rings, ctl, part, burst, st);
+                if st.done {
+                    return;
+                }
+            }
+            _ => {
+                if wl.as_ref().is_none_or(|st| st.stopped) {
+                    return;
+                }
+            }
         }
     }
 }
@@ -696,21 +782,32 @@ pub(crate) fn run(
         }
         let mut jobs: Vec<(u32, Box<dyn FnMut() + Send + '_>)> = Vec::new();
         let (ctl, parts_ref) = (&ctl, &parts);
-        for (wi, (w, row)) in workers.iter_mut().zip(rings.iter()).enumerate() {
-            let lcore = w.lcore;
+        let nw = workers.len();
+        // One job per lcore: its worker, its scheduler, or both.
+        let mut ws: Vec<Option<(&mut Worker, &[Ring], &Published)>> = workers
+            .iter_mut()
+            .zip(rings.iter())
+            .enumerate()
+            .map(|(wi, (w, row))| Some((w, row.as_slice(), &*parts_ref[wi])))
+            .collect();
+        for (si, s) in scheds.iter_mut().enumerate() {
+            let lcore = s.lcore;
+            let mut mine = ws
+                .iter_mut()
+                .find(|w| w.as_ref().is_some_and(|(w, _, _)| w.lcore == lcore))
+                .and_then(Option::take);
+            let mut sched = Some((s, &*parts_ref[nw + si]));
             jobs.push((
                 lcore,
-                Box::new(move || {
-                    w.run(row, ctl, &parts_ref[wi]);
-                    ctl.workers_running.fetch_sub(1, Ordering::AcqRel);
-                }),
+                Box::new(move || run_lcore(mine.take(), sched.take(), rings, ctl, burst)),
             ));
         }
-        let nw = jobs.len();
-        for (si, s) in scheds.iter_mut().enumerate() {
+        for w in ws.into_iter().flatten() {
+            let lcore = w.0.lcore;
+            let mut w = Some(w);
             jobs.push((
-                s.lcore,
-                Box::new(move || s.run(rings, ctl, &parts_ref[nw + si], burst)),
+                lcore,
+                Box::new(move || run_lcore(w.take(), None, rings, ctl, burst)),
             ));
         }
         let r = run_on_lcores(jobs, &|| {

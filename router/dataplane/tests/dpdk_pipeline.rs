@@ -1,8 +1,9 @@
 //! The multi-core pipeline (`[pipeline]`: RX/classify workers -> rings ->
 //! one scheduler lcore per egress) on in-memory ports:
 //!
-//! - exact accounting on the 2-lcore path (worker on lcore 1, scheduler on
-//!   lcore 0) under at least 2x overload, for every discipline;
+//! - exact accounting on the 2-lcore path under at least 2x overload, for
+//!   every discipline, in both layouts (worker on lcore 1 + scheduler on
+//!   lcore 0; "two workers": each lcore a worker and a scheduler);
 //! - per-flow order across the worker -> scheduler hand-off, read from a
 //!   capture of the forwarded frames (the synthetic frames carry per-flow
 //!   sequence numbers), with two workers feeding one scheduler;
@@ -69,6 +70,11 @@ synthetic = {{ flows = 8, frame_len = {f1} }}
     )
 }
 
+/// Each lcore is a worker (lcore 0 polls net_null0, lcore 1 net_null1)
+/// and the scheduler of the port that worker's frames leave through.
+const TWO_WORKERS: &str =
+    "[pipeline]\nworkers = [0, 1]\nschedulers = { net_null0 = 1, net_null1 = 0 }\n";
+
 const TWO_LCORES: &str =
     "[pipeline]\nworkers = [1]\nschedulers = { net_null0 = 0, net_null1 = 0 }\n";
 
@@ -90,16 +96,25 @@ fn two_lcore_pipeline_keeps_exact_accounting_under_overload_for_every_discipline
         ("cebinae", "discipline = \"cebinae\"\ntau = 0.05", ""),
         ("rrmqs", r#"discipline = "rrmqs""#, ""),
     ];
-    for (name, disc, reason) in cases {
-        let dir = scratch(&format!("pipe-acct-{name}"));
+    // Both 2-lcore layouts: worker + scheduler, and "two workers" (each
+    // lcore RX of one port and the egress of the other).
+    let layouts = [
+        ("split", TWO_LCORES, "pipeline worker lcore=1"),
+        ("two-workers", TWO_WORKERS, "pipeline worker lcore=0"),
+    ];
+    for ((name, disc, reason), (layout, pipeline, marker)) in cases
+        .iter()
+        .flat_map(|c| layouts.iter().map(move |l| (*c, *l)))
+    {
+        let dir = scratch(&format!("pipe-acct-{name}-{layout}"));
         // 64-byte frames at 200 Mbit/s: net_null offers whatever the worker
         // polls, far above the shaped rate (checked below: at least 2x).
         let egress = format!("rate = \"200Mbit\"\ndelay = \"1ms\"\n{disc}");
         let run = run_router(
             &dir,
-            &config(TWO_LCORES, &egress, 64, ""),
+            &config(pipeline, &egress, 64, ""),
             "800ms",
-            &eal(&format!("tg-pipe-acct-{name}"), &["-l", "0-1"]),
+            &eal(&format!("tg-pipe-acct-{name}-{layout}"), &["-l", "0-1"]),
         );
         if let Some(r) = run.eal_unavailable() {
             return skip(NAME, &r);
@@ -107,21 +122,20 @@ fn two_lcore_pipeline_keeps_exact_accounting_under_overload_for_every_discipline
         assert_eq!(
             run.code,
             Some(0),
-            "{name}: router failed:\n{}\n{}",
+            "{name} {layout}: router failed:\n{}\n{}",
             run.stdout,
             run.stderr
         );
         assert!(
-            run.stdout.contains("pipeline worker lcore=1")
-                && run.stdout.contains("pipeline scheduler lcore=0"),
-            "{name}: not the 2-lcore pipeline:\n{}",
+            run.stdout.contains(marker) && run.stdout.contains("pipeline scheduler lcore=0"),
+            "{name} {layout}: not the 2-lcore pipeline:\n{}",
             run.stdout
         );
         let t = run.totals();
         assert_eq!(
             t.get("accounting").map(String::as_str),
             Some("ok"),
-            "{name}: {}",
+            "{name} {layout}: {}",
             run.stdout
         );
         let (rx, tx, dropped, queued) = (
@@ -130,9 +144,16 @@ fn two_lcore_pipeline_keeps_exact_accounting_under_overload_for_every_discipline
             num(&t, "dropped"),
             num(&t, "queued"),
         );
-        assert_eq!(rx, tx + dropped + queued, "{name}: {t:?}");
-        assert!(tx > 0, "{name}: nothing transmitted: {}", run.stdout);
-        assert!(rx >= 2 * tx, "{name}: not overloaded 2x (rx={rx} tx={tx})");
+        assert_eq!(rx, tx + dropped + queued, "{name} {layout}: {t:?}");
+        assert!(
+            tx > 0,
+            "{name} {layout}: nothing transmitted: {}",
+            run.stdout
+        );
+        assert!(
+            rx >= 2 * tx,
+            "{name} {layout}: not overloaded 2x (rx={rx} tx={tx})"
+        );
         for port in ["net_null0", "net_null1"] {
             let l = run.lane(port);
             let drops: u64 = l
@@ -145,14 +166,17 @@ fn two_lcore_pipeline_keeps_exact_accounting_under_overload_for_every_discipline
             assert_eq!(
                 num(&l, "received"),
                 num(&l, "transmitted") + drops + num(&l, "in_flight"),
-                "{name} {port}: {l:?}"
+                "{name} {layout} {port}: {l:?}"
             );
             assert!(
                 drops + num(&l, "ring_full") > 0,
-                "{name} {port}: no drops under overload: {l:?}"
+                "{name} {layout} {port}: no drops under overload: {l:?}"
             );
             if !reason.is_empty() {
-                assert!(num(&l, reason) > 0, "{name} {port}: no {reason}: {l:?}");
+                assert!(
+                    num(&l, reason) > 0,
+                    "{name} {layout} {port}: no {reason}: {l:?}"
+                );
             }
         }
     }
@@ -372,6 +396,7 @@ fn shaped_rate_holds_within_one_percent_at_one_and_two_lcores() {
     for (label, pipeline, lcores) in [
         ("1-lcore", "", &["-l", "0"][..]),
         ("2-lcore", TWO_LCORES, &["-l", "0-1"][..]),
+        ("2-lcore-two-workers", TWO_WORKERS, &["-l", "0-1"][..]),
     ] {
         let (stdout, rates) = match shaped_run(
             &format!("tg-pipe-shaped-{label}"),
