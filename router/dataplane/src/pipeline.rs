@@ -368,9 +368,11 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Deal RX queues to workers and create the rings. `ingress` is the
-    /// classification every port uses; `queues[d]` and `ports[d]` are
-    /// device `d`'s RX queue count and DPDK port id.
+    /// Deal RX queues to workers (round robin over `ports[].queues` in
+    /// config order) and create the rings. `ports[d]` is device `d`'s DPDK
+    /// port id, `peer_lane[d]` the lane its frames leave through (L2), and
+    /// `ingress` the classification every port uses. Fails, naming the
+    /// key, when a configured lcore is not one of the EAL's.
     pub fn new(
         cfg: &RouterConfig,
         pl: &PipelineConfig,
