@@ -24,8 +24,9 @@ const CASES: [&str; 6] = ["forward", "droptail", "red", "choke", "cebinae", "rrm
 /// What `--help` prints after the options.
 const AFTER_HELP: &str = "\
 Each case runs in a child process of this binary (EAL initialises once per
-process) on lcore 0 with two net_null ports, `--no-huge --no-pci`; no NICs
-or hugepages are needed, but DPDK needs root.
+process) with two net_null ports, `--no-huge --no-pci`, on lcore 0 or, for
+`--lcores 2`, on lcores 0-1 as a pipeline (RX/classify worker on lcore 1,
+scheduler on lcore 0); no NICs or hugepages are needed, but DPDK needs root.
 
 Every combination of --frame-len and --flows runs `forward` and then each
 case; ratios are to `forward` of the same combination in the same run.
@@ -34,6 +35,7 @@ Examples:
   tollgate-dpdk-bench --seconds 2 --frame-len 64 --flows 1024
   tollgate-dpdk-bench --seconds 3 --frame-len 64,512,1514,imix --flows 1,1024,100000 --json out.json
   tollgate-dpdk-bench --rate 1Gbit --cases droptail,red   # offered load above the shaped rate
+  tollgate-dpdk-bench --lcores 1,2 --seconds 3            # pipeline: ratio of 2 to 1 lcore
   tollgate-dpdk-bench --seconds 1 -- --log-level=pmd.net.null:debug
 
 Reference: router/DPDK.md (building with DPDK, the dataplane, the benchmark).
@@ -68,6 +70,18 @@ struct Opts {
     #[arg(long, default_value = "droptail,red,choke,cebinae,rrmqs", value_delimiter = ',',
           value_parser = clap::builder::PossibleValuesParser::new(&CASES[1..]))]
     cases: Vec<String>,
+    /// Lcore counts to run each discipline case with, comma-separated: 1 is
+    /// the single-lcore loop; 2 is the pipeline (RX/classify worker on
+    /// lcore 1, the scheduler of both egress ports on lcore 0). Rows with
+    /// more than one lcore also show the ratio to 1 lcore of the same case.
+    #[arg(long, default_value = "1", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=2))]
+    lcores: Vec<u32>,
+    /// The 2-lcore layout: `split` (RX/classify worker on lcore 1, the
+    /// scheduler of both egress ports on lcore 0) or `two-workers` (each
+    /// lcore takes one port's RX and runs the egress of the other port, to
+    /// completion; the hand-off ring stays on the lcore).
+    #[arg(long, default_value = "split", value_parser = ["split", "two-workers"])]
+    layout: String,
     /// Shaped egress rate (`"1Gbit"`, bit/s); default the link speed. Below
     /// the offered load, the shaper and the drop paths are measured too.
     #[arg(long)]
@@ -143,6 +157,9 @@ struct Row {
     tx_gbps: f64,
     /// `tx_mpps` over plain forwarding's in the same run and configuration.
     ratio_to_forward: f64,
+    /// `tx_mpps` over the same case on 1 lcore in the same run (absent
+    /// for 1-lcore rows, or when 1 lcore was not measured).
+    ratio_to_1_lcore: Option<f64>,
 }
 
 /// The JSON file.
@@ -181,19 +198,29 @@ fn parent(o: &Opts) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let lcores: Vec<String> = o.lcores.iter().map(u32::to_string).collect();
     println!(
-        "tollgate-dpdk-bench: {} s per case, 1 lcore, net_null0 <-> net_null1, shaped rate {}",
+        "tollgate-dpdk-bench: {} s per case, lcores {} (2-lcore layout {}), net_null0 <-> net_null1, shaped rate {}",
         o.seconds,
+        lcores.join(","),
+        o.layout,
         o.rate.as_deref().unwrap_or("link speed")
     );
-    println!("| frame | flows | case | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward |");
-    println!("|---|---:|---|---:|---:|---:|---:|");
+    println!("| frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | ratio to 1 lcore |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|");
     let mut rows: Vec<Row> = Vec::new();
     for &frame in &o.frame_len {
         for &flows in &o.flows {
             let mut base = 0.0;
-            for case in std::iter::once("forward").chain(o.cases.iter().map(String::as_str)) {
-                tracing::info!(case, %frame, flows, "running case");
+            let runs = std::iter::once(("forward", 1)).chain(
+                o.cases
+                    .iter()
+                    .flat_map(|c| o.lcores.iter().map(move |&n| (c.as_str(), n))),
+            );
+            // The 1-lcore rate of the case being run (case, Mpps).
+            let mut one_lcore: Option<(&str, f64)> = None;
+            for (case, n) in runs {
+                tracing::info!(case, lcores = n, %frame, flows, "running case");
                 let mut cmd = Command::new(&exe);
                 cmd.args(["--child", case, "--seconds", &o.seconds.to_string()])
                     .args([
@@ -201,6 +228,10 @@ fn parent(o: &Opts) -> ExitCode {
                         &frame.to_string(),
                         "--flows",
                         &flows.to_string(),
+                        "--lcores",
+                        &n.to_string(),
+                        "--layout",
+                        &o.layout,
                     ]);
                 if let Some(r) = &o.rate {
                     cmd.args(["--rate", r]);
@@ -220,7 +251,7 @@ fn parent(o: &Opts) -> ExitCode {
                 let text = String::from_utf8_lossy(&out.stdout);
                 let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
                     eprintln!(
-                        "error: case {case} failed:\n{}{}",
+                        "error: case {case} ({n} lcores) failed:\n{}{}",
                         text,
                         String::from_utf8_lossy(&out.stderr)
                     );
@@ -235,10 +266,12 @@ fn parent(o: &Opts) -> ExitCode {
                 let (rx, tx, mean) = (get("rx_mpps"), get("tx_mpps"), get("mean_len"));
                 if case == "forward" {
                     base = tx;
+                } else if n == 1 {
+                    one_lcore = Some((case, tx));
                 }
                 let row = Row {
                     case: case.to_string(),
-                    lcores: 1,
+                    lcores: n,
                     frame: frame.to_string(),
                     flows,
                     mean_frame_bytes: mean,
@@ -246,16 +279,24 @@ fn parent(o: &Opts) -> ExitCode {
                     tx_mpps: tx,
                     tx_gbps: tx * mean * 8.0 / 1e3,
                     ratio_to_forward: if base > 0.0 { tx / base } else { 0.0 },
+                    ratio_to_1_lcore: match one_lcore {
+                        Some((c, b)) if c == case && n > 1 && b > 0.0 => Some(tx / b),
+                        _ => None,
+                    },
                 };
                 println!(
-                    "| {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} |",
+                    "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {} |",
                     row.frame,
                     row.flows,
                     row.case,
+                    row.lcores,
                     row.rx_mpps,
                     row.tx_mpps,
                     row.tx_gbps,
-                    row.ratio_to_forward
+                    row.ratio_to_forward,
+                    row.ratio_to_1_lcore
+                        .map(|r| format!("{r:.3}"))
+                        .unwrap_or_else(|| "-".into())
                 );
                 rows.push(row);
             }
@@ -283,9 +324,10 @@ fn parent(o: &Opts) -> ExitCode {
 }
 
 fn eal_args(o: &Opts, case: &str) -> Vec<String> {
+    let lcores = if o.lcores[0] > 1 { "0-1" } else { "0" };
     let mut a: Vec<String> = [
         "-l",
-        "0",
+        lcores,
         "--no-huge",
         "--no-pci",
         "-m",
@@ -394,8 +436,19 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
             syn.flows, syn.frame_len, syn.imix
         )
     };
+    // 2 lcores: the pipeline, RX/classify worker on lcore 1, the
+    // scheduler of both egress ports on lcore 0 (the main lcore).
+    let pipeline = match (o.lcores[0] > 1, o.layout.as_str()) {
+        (false, _) => "",
+        (true, "two-workers") => {
+            // Worker lcore 0 polls net_null0, whose frames leave through
+            // net_null1, scheduled on lcore 0 too; likewise lcore 1.
+            "[pipeline]\nworkers = [0, 1]\nschedulers = { net_null0 = 1, net_null1 = 0 }\n"
+        }
+        (true, _) => "[pipeline]\nworkers = [1]\nschedulers = { net_null0 = 0, net_null1 = 0 }\n",
+    };
     let text = format!(
-        "stats_interval = \"0s\"\nhash_seed = 1\nmbufs = 16383\n{}{}",
+        "stats_interval = \"0s\"\nhash_seed = 1\nmbufs = 16383\n{pipeline}{}{}",
         port("net_null0", "net_null1"),
         port("net_null1", "net_null0")
     );
@@ -404,7 +457,9 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
     let dur = parse_duration(&format!("{}s", o.seconds))?;
     let t0 = router.clock.now();
     let s0 = router.snapshot(t0).totals();
-    router.run(Some(t0 + dur), None, |_| {});
+    router
+        .run_pipeline(Some(t0 + dur), None, None)
+        .map_err(|e| e.to_string())?;
     let t1 = router.clock.now();
     let s1 = router.snapshot(t1).totals();
     let secs = t1.saturating_since(t0).as_secs_f64();
@@ -466,6 +521,12 @@ mod tests {
         assert_eq!(m.flows, [1, 1024, 100_000]);
         assert_eq!(m.cases, ["red", "rrmqs"]);
         assert_eq!(m.rate.as_deref(), Some("1Gbit"));
+        assert_eq!(o.lcores, [1]);
+        let l = Opts::try_parse_from(["b", "--lcores", "1,2"]).unwrap();
+        assert_eq!(l.lcores, [1, 2]);
+        assert_eq!(o.layout, "split");
+        assert!(Opts::try_parse_from(["b", "--layout", "two-workers"]).is_ok());
+        assert!(Opts::try_parse_from(["b", "--layout", "x"]).is_err());
         // The child gets one frame size back in the form it parses.
         assert_eq!(
             frame_size(&FrameSize::Imix.to_string()),
@@ -478,6 +539,8 @@ mod tests {
             &["b", "--frame-len", "64,1518"],
             &["b", "--flows", "0"],
             &["b", "--cases", "forward"],
+            &["b", "--lcores", "3"],
+            &["b", "--lcores", "0"],
             &["b", "--vdev", "x"],
         ] {
             let e = Opts::try_parse_from(bad).unwrap_err();

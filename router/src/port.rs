@@ -52,11 +52,93 @@ pub struct Classified {
     pub l3_offset: u16,
 }
 
+/// The classification half of a port: the variant classifier and the
+/// seeded flow hasher, without counters or queues.
+///
+/// A single-core dataplane uses it through [`Port::classify_compact`]; a
+/// pipeline dataplane (RX/classify workers on other cores than the
+/// scheduler that owns the [`Port`]) gives each worker its own copy, with
+/// the same rules and seed, so every core computes the same flow hash and
+/// variant for a frame. Parse outcomes go to the caller's [`ParseStats`];
+/// counting a failed frame as received and dropped is the caller's job
+/// ([`Port`] does it in its own counters).
+#[derive(Clone, Debug)]
+pub struct Ingress {
+    classifier: Classifier,
+    hasher: FlowHasher,
+}
+
+impl Ingress {
+    /// A classifier with `hash_seed`.
+    pub fn new(classifier: Classifier, hash_seed: u64) -> Self {
+        Ingress {
+            classifier,
+            hasher: FlowHasher::new(hash_seed),
+        }
+    }
+
+    /// Parse and classify a frame; the outcome is counted in `parse`.
+    #[inline]
+    pub fn classify_info(
+        &self,
+        frame: &[u8],
+        parse: &mut ParseStats,
+    ) -> Result<(PacketMeta, PacketInfo), ParseError> {
+        match parse_ethernet(frame) {
+            Ok(info) => {
+                parse.ok += 1;
+                let variant = self.classifier.classify(&info);
+                let meta = PacketMeta::from_info(&info, self.hasher.hash(&info.flow), variant);
+                Ok((meta, info))
+            }
+            Err(e) => {
+                parse.record(&Err(e));
+                Err(e)
+            }
+        }
+    }
+
+    /// The compact classification (see [`Port::classify_compact`]); the
+    /// outcome is counted in `parse`.
+    #[inline]
+    pub fn classify_compact(
+        &self,
+        frame: &[u8],
+        parse: &mut ParseStats,
+    ) -> Result<Classified, ParseError> {
+        if !self.classifier.has_rules() {
+            if let Some(h) = parse_fast_v4(frame) {
+                parse.ok += 1;
+                return Ok(Classified {
+                    flow_hash: self
+                        .hasher
+                        .hash_v4(h.src, h.dst, h.proto, h.src_port, h.dst_port),
+                    len: frame.len() as u32,
+                    variant: self.classifier.by_dscp(h.tos >> 2),
+                    ecn: Ecn::from_bits(h.tos),
+                    flow_end: h.is_flow_end(),
+                    version: IpVersion::V4,
+                    l3_offset: 14,
+                });
+            }
+        }
+        let (meta, info) = self.classify_info(frame, parse)?;
+        Ok(Classified {
+            flow_hash: meta.flow_hash,
+            len: meta.len,
+            variant: meta.variant,
+            ecn: meta.ecn,
+            flow_end: meta.flow_end,
+            version: info.version,
+            l3_offset: info.l3_offset,
+        })
+    }
+}
+
 /// A router egress port.
 #[derive(Debug)]
 pub struct Port<P, Q> {
-    classifier: Classifier,
-    hasher: FlowHasher,
+    ingress: Ingress,
     delay: DelayLine<P>,
     qdisc: Q,
     shaper: TokenBucket,
@@ -75,8 +157,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         shaper: &ShaperConfig,
     ) -> Result<Self, ConfigError> {
         Ok(Port {
-            classifier,
-            hasher: FlowHasher::new(hash_seed),
+            ingress: Ingress::new(classifier, hash_seed),
             delay: DelayLine::new(delay)?,
             qdisc,
             shaper: TokenBucket::new(shaper)?,
@@ -97,21 +178,11 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     /// header offsets a handle may keep, e.g. to set CE without re-parsing).
     #[inline]
     pub fn classify_info(&mut self, frame: &[u8]) -> Result<(PacketMeta, PacketInfo), ParseError> {
-        match parse_ethernet(frame) {
-            Ok(info) => {
-                self.parse.ok += 1;
-                let variant = self.classifier.classify(&info);
-                let meta = PacketMeta::from_info(&info, self.hasher.hash(&info.flow), variant);
-                Ok((meta, info))
-            }
-            Err(e) => {
-                self.parse.record(&Err(e));
-                let len = frame.len().min(u32::MAX as usize) as u32;
-                self.counters.on_receive(len);
-                self.counters.on_drop(DropReason::Unparsable, len);
-                Err(e)
-            }
+        let r = self.ingress.classify_info(frame, &mut self.parse);
+        if r.is_err() {
+            self.count_unparsable(frame.len());
         }
+        r
     }
 
     /// [`Port::classify`] for a dataplane that keeps a compact handle: the
@@ -123,32 +194,23 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     /// [`Port::classify_info`]. Errors are counted as there.
     #[inline]
     pub fn classify_compact(&mut self, frame: &[u8]) -> Result<Classified, ParseError> {
-        if !self.classifier.has_rules() {
-            if let Some(h) = parse_fast_v4(frame) {
-                self.parse.ok += 1;
-                return Ok(Classified {
-                    flow_hash: self
-                        .hasher
-                        .hash_v4(h.src, h.dst, h.proto, h.src_port, h.dst_port),
-                    len: frame.len() as u32,
-                    variant: self.classifier.by_dscp(h.tos >> 2),
-                    ecn: Ecn::from_bits(h.tos),
-                    flow_end: h.is_flow_end(),
-                    version: IpVersion::V4,
-                    l3_offset: 14,
-                });
-            }
+        let r = self.ingress.classify_compact(frame, &mut self.parse);
+        if r.is_err() {
+            self.count_unparsable(frame.len());
         }
-        let (meta, info) = self.classify_info(frame)?;
-        Ok(Classified {
-            flow_hash: meta.flow_hash,
-            len: meta.len,
-            variant: meta.variant,
-            ecn: meta.ecn,
-            flow_end: meta.flow_end,
-            version: info.version,
-            l3_offset: info.l3_offset,
-        })
+        r
+    }
+
+    /// Count a frame that could not be parsed as received and dropped.
+    fn count_unparsable(&mut self, len: usize) {
+        let len = len.min(u32::MAX as usize) as u32;
+        self.counters.on_receive(len);
+        self.counters.on_drop(DropReason::Unparsable, len);
+    }
+
+    /// The classification half of this port, to copy onto other cores.
+    pub fn ingress(&self) -> &Ingress {
+        &self.ingress
     }
 
     /// Accept a classified packet at `now` into the delay line.

@@ -27,6 +27,9 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_launch.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 /* ---- fast path: bursts ------------------------------------------------ */
 
@@ -279,4 +282,73 @@ int tg_port_name(uint16_t port, char *name, size_t len)
         return rc;
     snprintf(name, len, "%s", buf);
     return 0;
+}
+
+/* ---- pipeline: rings between lcores ----------------------------------- */
+
+/*
+ * A ring of `count` (a power of two) elements of `esize` bytes (a multiple
+ * of 4), single producer and single consumer: the pipeline dataplane
+ * creates one per (RX worker, egress port) pair, so exactly one lcore
+ * enqueues and exactly one dequeues, the cheapest rte_ring mode (no CAS).
+ * Elements are copied by value (the Rust packet handle, 24 bytes), so the
+ * classification travels with the mbuf pointer. NULL on failure (tg_errno).
+ */
+struct rte_ring *tg_ring_create(const char *name, unsigned int esize, unsigned int count, int socket)
+{
+    return rte_ring_create_elem(name, esize, count, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+}
+
+void tg_ring_free(struct rte_ring *r)
+{
+    rte_ring_free(r);
+}
+
+/* Enqueue up to n elements of esize bytes from objs; returns how many. */
+unsigned int tg_ring_enqueue_burst(struct rte_ring *r, const void *objs, unsigned int esize, unsigned int n)
+{
+    return rte_ring_enqueue_burst_elem(r, objs, esize, n, NULL);
+}
+
+/* Dequeue up to n elements of esize bytes into objs; returns how many. */
+unsigned int tg_ring_dequeue_burst(struct rte_ring *r, void *objs, unsigned int esize, unsigned int n)
+{
+    return rte_ring_dequeue_burst_elem(r, objs, esize, n, NULL);
+}
+
+/* Elements in the ring (a snapshot: the other side may be moving). */
+unsigned int tg_ring_count(const struct rte_ring *r)
+{
+    return rte_ring_count(r);
+}
+
+/* ---- pipeline: lcores --------------------------------------------------- */
+
+/* Whether `lcore` is one of the EAL's lcores (-l / -c). */
+int tg_lcore_enabled(unsigned int lcore)
+{
+    return lcore < RTE_MAX_LCORE && rte_lcore_is_enabled(lcore);
+}
+
+unsigned int tg_main_lcore(void)
+{
+    return rte_get_main_lcore();
+}
+
+/* Socket (NUMA node) of an lcore, for its rings. */
+int tg_lcore_socket(unsigned int lcore)
+{
+    return (int)rte_lcore_to_socket_id(lcore);
+}
+
+/* Run f(arg) on worker lcore `lcore` (not the main lcore); 0 or a negative errno. */
+int tg_remote_launch(int (*f)(void *), void *arg, unsigned int lcore)
+{
+    return rte_eal_remote_launch(f, arg, lcore);
+}
+
+/* Wait until `lcore` finished its function; returns the function's value. */
+int tg_wait_lcore(unsigned int lcore)
+{
+    return rte_eal_wait_lcore(lcore);
 }

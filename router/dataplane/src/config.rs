@@ -88,7 +88,122 @@ pub struct RouterConfig {
     /// Packet capture.
     #[serde(default)]
     pub pcap: Option<PcapConfig>,
+    /// Multi-core pipeline layout. Absent (the default): one lcore polls
+    /// every RX queue and runs every egress pipeline.
+    #[serde(default)]
+    pub pipeline: Option<PipelineConfig>,
 }
+
+/// `[pipeline]`: the multi-core layout of DPDK's qos_sched example.
+///
+/// RX/classify worker lcores poll the ports' RX queues (`ports[].queues`
+/// of them per port, RSS spreading flows over them), classify, and hand
+/// the packets over single-producer/single-consumer rings, one per
+/// (worker, egress port), to the scheduler lcore of the egress port, which
+/// runs the delay line, the discipline, the shaper and TX. RX queues are
+/// dealt to workers round robin in config order (port 0 queue 0, port 0
+/// queue 1, ..., port 1 queue 0, ...).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// RX/classify worker lcores (EAL lcore ids, listed in `-l`).
+    pub workers: Vec<u32>,
+    /// Egress device -> scheduler lcore; every port needs one, and one
+    /// lcore may schedule several ports. A scheduler lcore may also be a
+    /// worker: it then runs both, one step each per iteration (the "two
+    /// workers" layout: each lcore RX of one port and the egress of the
+    /// other, run to completion).
+    pub schedulers: BTreeMap<String, u32>,
+    /// Packets per (worker, egress) ring, a power of two in 64..=65536.
+    /// Default 1024. A full ring drops (counted `ring_full`).
+    #[serde(default = "d_ring_size")]
+    pub ring_size: u32,
+}
+
+fn d_ring_size() -> u32 {
+    1024
+}
+
+impl PipelineConfig {
+    /// Checks that need no DPDK (lcores listed in `-l` are checked at start).
+    fn check(&self, cfg: &RouterConfig) -> Result<(), ConfigProblem> {
+        if self.workers.is_empty() {
+            return Err(problem(
+                "`pipeline.workers` is empty: list at least one RX/classify lcore, e.g. workers = [1]",
+            ));
+        }
+        for (i, w) in self.workers.iter().enumerate() {
+            if self.workers[..i].contains(w) {
+                return Err(problem(format!(
+                    "`pipeline.workers` lists lcore {w} twice: each worker lcore once"
+                )));
+            }
+            if *w >= MAX_LCORE {
+                return Err(problem(format!(
+                    "`pipeline.workers`: lcore {w} is out of range (0..{MAX_LCORE})"
+                )));
+            }
+        }
+        for (dev, l) in &self.schedulers {
+            if !cfg.ports.iter().any(|p| &p.device == dev) {
+                return Err(problem(format!(
+                    "`pipeline.schedulers.{dev}`: {dev:?} is not the `device` of any [[ports]] entry"
+                )));
+            }
+            if *l >= MAX_LCORE {
+                return Err(problem(format!(
+                    "`pipeline.schedulers.{dev}` = {l} is out of range (0..{MAX_LCORE})"
+                )));
+            }
+        }
+        for p in &cfg.ports {
+            if !self.schedulers.contains_key(&p.device) {
+                return Err(problem(format!(
+                    "`pipeline.schedulers` has no lcore for port {:?}: add `\"{}\" = <lcore>`",
+                    p.device, p.device
+                )));
+            }
+        }
+        let queues: u32 = cfg.ports.iter().map(|p| u32::from(p.queues)).sum();
+        if (self.workers.len() as u32) > queues {
+            return Err(problem(format!(
+                "`pipeline.workers` lists {} lcores but the ports have {queues} RX queues in all \
+                 (`ports[].queues`): a worker without a queue would only spin; raise `queues` or \
+                 list fewer workers",
+                self.workers.len()
+            )));
+        }
+        if !self.ring_size.is_power_of_two() || !(64..=65536).contains(&self.ring_size) {
+            return Err(problem(format!(
+                "`pipeline.ring_size` = {} must be a power of two in 64..=65536",
+                self.ring_size
+            )));
+        }
+        if cfg.mode == Mode::L3 {
+            return Err(problem(
+                "`[pipeline]` supports mode = \"l2\" only (the L3 neighbour table is not shared \
+                 between worker lcores yet): remove `[pipeline]` or use mode = \"l2\"",
+            ));
+        }
+        if cfg.pcap.is_some() {
+            let mut lcores: Vec<u32> = self.schedulers.values().copied().collect();
+            lcores.dedup();
+            lcores.sort_unstable();
+            lcores.dedup();
+            if lcores.len() > 1 {
+                return Err(problem(
+                    "`[pcap]` with `[pipeline]` needs every port on one scheduler lcore (the \
+                     capture ring has one producer): put all `pipeline.schedulers` on one lcore \
+                     or remove `[pcap]`",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Highest lcore id + 1 (`RTE_MAX_LCORE` of Debian's DPDK 22.11).
+pub const MAX_LCORE: u32 = 128;
 
 fn d_burst() -> u16 {
     32
@@ -510,6 +625,9 @@ impl RouterConfig {
             parse_mac(&n.mac).map_err(|e| problem(format!("neighbours[{i}].mac: {e}")))?;
         }
         self.rules().map_err(|e| problem(format!("rules: {e}")))?;
+        if let Some(p) = &self.pipeline {
+            p.check(self)?;
+        }
         Ok(())
     }
 
@@ -582,7 +700,7 @@ impl EgressConfig {
             rate_bps: rate,
             burst_bytes: self
                 .burst_bytes
-                .unwrap_or(ShaperConfig::default().burst_bytes),
+                .unwrap_or_else(|| default_burst_bytes(rate)),
         };
         shaper.validate().map_err(|e| e.to_string())?;
         let mut delay = DelayConfig::default();
@@ -609,6 +727,28 @@ impl EgressConfig {
             delay,
         })
     }
+}
+
+/// The longest time the dataplane may leave an egress port unpolled in
+/// steady state: one loop iteration over two full RX bursts of the most
+/// expensive discipline plus a stats tick, with margin for a shared host
+/// (measured: tens of microseconds on the 2-core CI VM).
+pub const POLL_GAP: Duration = Duration::from_micros(100);
+
+/// Default shaper bucket depth for `rate_bps`: what the link sends in
+/// [`POLL_GAP`], and at least two full-size frames (2 x 1514 B, the
+/// library's default and what the 100 Mbit/s - 1 Gbit/s experiments use).
+///
+/// A token bucket polled every `T` seconds can release at most
+/// `burst_bytes` per poll, so it sustains at most `burst_bytes / T`:
+/// with 3028 B and T = 10 us that is 2.4 Gbit/s, far below a 10 Gbit/s
+/// port (measured 3.3 Gbit/s with 1514-byte frames). Sizing the bucket as
+/// `rate x POLL_GAP` keeps the shaped rate exact for loop gaps up to
+/// [`POLL_GAP`]: 125 kB at 10 Gbit/s, 12.5 kB at 1 Gbit/s, 3028 B
+/// (the floor) at 100 Mbit/s.
+pub fn default_burst_bytes(rate_bps: f64) -> u64 {
+    let gap = (rate_bps / 8.0 * POLL_GAP.as_secs_f64()).ceil();
+    (gap as u64).max(ShaperConfig::default().burst_bytes)
 }
 
 /// "10ms", "1.5s", "250us", "100ns", "2m": the project's duration spellings
@@ -729,6 +869,91 @@ pub fn variant_id(v: &VariantName) -> Result<VariantId, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipeline_table_is_optional_and_checked() {
+        let two = |pipeline: &str, extra: &str| {
+            RouterConfig::parse(&format!(
+                "{extra}\n{pipeline}\n[[ports]]\ndevice = \"a\"\npeer = \"b\"\n[[ports]]\ndevice = \"b\"\npeer = \"a\"\n"
+            ))
+        };
+        assert!(two("", "").unwrap().pipeline.is_none());
+        let ok = two(
+            "[pipeline]\nworkers = [1]\nschedulers = { a = 0, b = 0 }",
+            "",
+        )
+        .unwrap();
+        let p = ok.pipeline.unwrap();
+        assert_eq!((p.workers, p.ring_size), (vec![1], 1024));
+        // "Two workers": each lcore is a worker and a scheduler.
+        assert!(two(
+            "[pipeline]\nworkers = [0, 1]\nschedulers = { a = 1, b = 0 }",
+            ""
+        )
+        .is_ok());
+        for (pipeline, extra, want) in [
+            (
+                "[pipeline]\nworkers = []\nschedulers = { a = 0, b = 0 }",
+                "",
+                "`pipeline.workers` is empty",
+            ),
+            (
+                "[pipeline]\nworkers = [1]\nschedulers = { a = 0 }",
+                "",
+                "no lcore for port \"b\"",
+            ),
+            (
+                "[pipeline]\nworkers = [1]\nschedulers = { a = 0, b = 0, c = 0 }",
+                "",
+                "`pipeline.schedulers.c`",
+            ),
+            (
+                "[pipeline]\nworkers = [1, 1]\nschedulers = { a = 0, b = 0 }",
+                "",
+                "twice",
+            ),
+            (
+                "[pipeline]\nworkers = [1, 2, 3]\nschedulers = { a = 0, b = 0 }",
+                "",
+                "raise `queues`",
+            ),
+            (
+                "[pipeline]\nworkers = [1]\nschedulers = { a = 0, b = 0 }\nring_size = 1000",
+                "",
+                "power of two",
+            ),
+            (
+                "[pipeline]\nworkers = [1]\nschedulers = { a = 0, b = 2 }",
+                "[pcap]\npath = \"/tmp/x\"",
+                "one scheduler lcore",
+            ),
+            (
+                "[pipeline]\nworkers = [1]\nschedulers = { a = 0, b = 0 }\nrx_rings = 1",
+                "",
+                "unknown field `rx_rings`",
+            ),
+        ] {
+            let e = two(pipeline, extra).unwrap_err().to_string();
+            assert!(e.contains(want), "{pipeline}: {e}");
+        }
+    }
+
+    #[test]
+    fn default_shaper_bucket_covers_the_poll_gap() {
+        // 10 Gbit/s x 100 us = 125 kB; slow links keep two full frames.
+        assert_eq!(default_burst_bytes(10e9), 125_000);
+        assert_eq!(default_burst_bytes(1e9), 12_500);
+        assert_eq!(default_burst_bytes(100e6), 3028);
+        let cfg = |rate: &str| {
+            let e = EgressConfig {
+                rate: Some(Rate::Text(rate.into())),
+                ..Default::default()
+            };
+            e.build(10e9).unwrap().shaper.burst_bytes
+        };
+        assert_eq!(cfg("10Gbit"), 125_000);
+        assert_eq!(cfg("50Mbit"), 3028);
+    }
 
     #[test]
     fn durations_need_a_unit_and_stay_in_range() {

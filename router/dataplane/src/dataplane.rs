@@ -25,10 +25,13 @@ use crate::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
 use crate::l3::{Action, L3};
 use crate::mbuf::{Burst, Mbuf, Pkt};
 use crate::pcap::PcapWriter;
+use crate::pipeline::Pipeline;
+use crate::stats::Published;
 use crate::stats::{
     DevSnap, DisciplineGauges, LaneSnap, RrmqsVariantGauges, Snapshot, MAX_GAUGE_VARIANTS,
 };
 use crate::synth::Synth;
+use std::sync::Arc;
 use tollgate_router::AnyQdisc;
 
 /// Largest RX burst.
@@ -67,6 +70,28 @@ pub struct LaneCounters {
     pub bypass: u64,
     /// Transmitted bytes per variant.
     pub variant_tx_bytes: [u64; 64],
+    /// Time this lane went unpolled beyond [`crate::config::POLL_GAP`],
+    /// summed over the gaps, ns: how long the lcore was kept away (by the
+    /// host's scheduler, on a shared machine) for longer than the default
+    /// shaper bucket covers. While backlogged, the shaper loses the tokens
+    /// of such stalls, as a link that sat idle.
+    pub stalled_ns: u64,
+    /// When the lane was last polled (ns of the dataplane clock; 0 = never).
+    pub last_poll_ns: u64,
+}
+
+impl LaneCounters {
+    /// Note a poll at `now` (once per loop iteration, not per packet).
+    #[inline]
+    pub fn note_poll(&mut self, now: Time) {
+        let t = now.as_nanos();
+        let limit = crate::config::POLL_GAP.as_nanos() as u64;
+        let gap = t.saturating_sub(self.last_poll_ns);
+        if self.last_poll_ns != 0 && gap > limit {
+            self.stalled_ns += gap - limit;
+        }
+        self.last_poll_ns = t;
+    }
 }
 
 impl Default for LaneCounters {
@@ -76,6 +101,8 @@ impl Default for LaneCounters {
             tx_full: 0,
             bypass: 0,
             variant_tx_bytes: [0; 64],
+            stalled_ns: 0,
+            last_poll_ns: 0,
         }
     }
 }
@@ -107,7 +134,7 @@ struct TxSink<'a> {
     queue: u16,
     tx: &'a mut Burst<TX_BURST>,
     c: &'a mut LaneCounters,
-    pcap: &'a mut Option<(PcapWriter, CaptureWhat)>,
+    pcap: Option<&'a mut (PcapWriter, CaptureWhat)>,
 }
 
 impl TxSink<'_> {
@@ -128,7 +155,7 @@ impl Sink<Pkt> for TxSink<'_> {
     fn transmit(&mut self, packet: Pkt, now: Time) {
         let v = usize::from(packet.variant.dscp() & 63);
         self.c.variant_tx_bytes[v] += u64::from(packet.len);
-        if let Some((w, what)) = self.pcap.as_mut() {
+        if let Some((w, what)) = self.pcap.as_deref_mut() {
             if *what != CaptureWhat::Dropped {
                 w.record(now, packet.mbuf.data(), packet.mbuf.pkt_len());
             }
@@ -138,7 +165,7 @@ impl Sink<Pkt> for TxSink<'_> {
 
     #[inline]
     fn drop(&mut self, packet: Pkt, _reason: DropReason) {
-        if let Some((w, what)) = self.pcap.as_mut() {
+        if let Some((w, what)) = self.pcap.as_deref_mut() {
             if *what != CaptureWhat::Forwarded {
                 w.record(self.now, packet.mbuf.data(), packet.mbuf.pkt_len());
             }
@@ -146,6 +173,82 @@ impl Sink<Pkt> for TxSink<'_> {
         // Dropping the handle frees the mbuf.
     }
 }
+
+/// What a scheduler needs besides its lanes to run them: the capture, if
+/// this lcore has it. Used by the pipeline mode ([`crate::pipeline`]).
+#[derive(Debug, Default)]
+pub(crate) struct TxSinkParts<'a> {
+    pub(crate) pcap: Option<&'a mut (PcapWriter, CaptureWhat)>,
+}
+
+impl TxSinkParts<'_> {
+    /// A handle from a worker's ring enters `lane` at `now`: frames marked
+    /// [`Pkt::BYPASS`] go straight to TX, the others into the pipeline.
+    #[inline]
+    pub(crate) fn receive(&mut self, lane: &mut Lane, p: Pkt, now: Time) {
+        let mut sink = TxSink {
+            now,
+            dev_id: lane.dev_id,
+            queue: lane.queue,
+            tx: &mut lane.tx,
+            c: &mut lane.c,
+            pcap: self.pcap.as_deref_mut(),
+        };
+        if p.flags & Pkt::BYPASS != 0 {
+            sink.c.bypass += 1;
+            sink.send(p.mbuf);
+        } else {
+            lane.port.receive(p, now, &mut sink);
+        }
+    }
+
+    /// Poll `lane` at `now` and flush its TX buffer.
+    #[inline]
+    pub(crate) fn poll(&mut self, lane: &mut Lane, now: Time) {
+        let mut sink = TxSink {
+            now,
+            dev_id: lane.dev_id,
+            queue: lane.queue,
+            tx: &mut lane.tx,
+            c: &mut lane.c,
+            pcap: self.pcap.as_deref_mut(),
+        };
+        sink.c.note_poll(now);
+        lane.port.poll(now, &mut sink);
+        let (sent, freed) = lane.tx.tx(lane.dev_id, lane.queue);
+        lane.c.tx_sent += sent as u64;
+        lane.c.tx_full += freed as u64;
+    }
+}
+
+/// Fill `o` with `l`'s numbers (plain copies, no text).
+pub(crate) fn fill_lane_snap(o: &mut LaneSnap, l: &Lane) {
+    let q = l.port.qdisc();
+    o.egress.clone_from(&l.name);
+    o.discipline = q.name();
+    o.rate_bps = l.rate_bps;
+    o.counters = *l.port.counters();
+    o.parse = *l.port.parse_stats();
+    o.in_flight = l.port.in_flight() as u64;
+    o.qlen = q.len() as u64;
+    o.qbytes = q.bytes();
+    o.tx_sent = l.c.tx_sent;
+    o.tx_full = l.c.tx_full;
+    o.ring_full = 0;
+    o.ring_queued = 0;
+    o.bypass = l.c.bypass;
+    o.stalled_ns = l.c.stalled_ns;
+    o.variant_tx_bytes.clear();
+    o.variant_tx_bytes.extend_from_slice(&l.c.variant_tx_bytes);
+    o.disc = discipline_gauges(q);
+}
+
+/// The mempool, for the statistics merger thread: reading the free count
+/// (`rte_mempool_avail_count`) is safe from any thread.
+struct PoolRef<'a>(&'a Mempool);
+// SAFETY: only `available()` is called through it, a read DPDK allows
+// from any thread.
+unsafe impl Sync for PoolRef<'_> {}
 
 /// The router: devices, lanes, the pool and the loop state.
 #[derive(Debug)]
@@ -162,6 +265,9 @@ pub struct Router {
     pcap: Option<(PcapWriter, CaptureWhat)>,
     /// The clock.
     pub clock: TscClock,
+    /// Multi-core mode (`[pipeline]`): the workers and the rings; `None`
+    /// runs everything on one lcore ([`Router::run`]).
+    pub pipeline: Option<Pipeline>,
     // Declared last: dropped after every mbuf owner above.
     pool: Mempool,
 }
@@ -254,7 +360,22 @@ impl Router {
                 pc.capture,
             )),
         };
+        let pipeline = match (&cfg.pipeline, lanes.first()) {
+            (Some(pl), Some(first)) => {
+                let ports: Vec<u16> = devs.iter().map(|d| d.eth.id).collect();
+                let peers: Vec<usize> = devs.iter().map(|d| d.peer_lane).collect();
+                Some(Pipeline::new(
+                    cfg,
+                    pl,
+                    &ports,
+                    &peers,
+                    first.port.ingress(),
+                )?)
+            }
+            _ => None,
+        };
         Ok(Router {
+            pipeline,
             devs,
             lanes,
             mode: cfg.mode,
@@ -315,7 +436,7 @@ impl Router {
                             queue: lane.queue,
                             tx: &mut lane.tx,
                             c: &mut lane.c,
-                            pcap: &mut self.pcap,
+                            pcap: self.pcap.as_mut(),
                         };
                         lane.port.receive(Pkt::new(m, &c), now, &mut sink);
                     }
@@ -338,7 +459,7 @@ impl Router {
                     queue: lane.queue,
                     tx: &mut lane.tx,
                     c: &mut lane.c,
-                    pcap: &mut self.pcap,
+                    pcap: self.pcap.as_mut(),
                 };
                 sink.send(m);
             }
@@ -358,8 +479,9 @@ impl Router {
                 queue: lane.queue,
                 tx: &mut lane.tx,
                 c: &mut lane.c,
-                pcap: &mut self.pcap,
+                pcap: self.pcap.as_mut(),
             };
+            sink.c.note_poll(now);
             lane.port.poll(now, &mut sink);
             let (sent, freed) = lane.tx.tx(lane.dev_id, lane.queue);
             lane.c.tx_sent += sent as u64;
@@ -469,22 +591,62 @@ impl Router {
         out.lanes.truncate(self.lanes.len());
         out.lanes.resize_with(self.lanes.len(), LaneSnap::default);
         for (o, l) in out.lanes.iter_mut().zip(&self.lanes) {
-            let q = l.port.qdisc();
-            o.egress.clone_from(&l.name);
-            o.discipline = q.name();
-            o.rate_bps = l.rate_bps;
-            o.counters = *l.port.counters();
-            o.parse = *l.port.parse_stats();
-            o.in_flight = l.port.in_flight() as u64;
-            o.qlen = q.len() as u64;
-            o.qbytes = q.bytes();
-            o.tx_sent = l.c.tx_sent;
-            o.tx_full = l.c.tx_full;
-            o.bypass = l.c.bypass;
-            o.variant_tx_bytes.clear();
-            o.variant_tx_bytes.extend_from_slice(&l.c.variant_tx_bytes);
-            o.disc = discipline_gauges(q);
+            fill_lane_snap(o, l);
         }
+        if let Some(p) = &self.pipeline {
+            for (i, o) in out.lanes.iter_mut().enumerate() {
+                o.ring_queued = p.ring_queued(i);
+            }
+            for w in &p.workers {
+                w.add_into(out);
+            }
+        }
+    }
+
+    /// Pipeline mode: run the workers and schedulers on their lcores until
+    /// [`STOP`] or `until`, publishing the summed statistics to `publish`
+    /// every `interval` (see [`crate::pipeline`]). Returns when every lcore
+    /// has stopped and the rings are empty; call [`Router::drain`] next.
+    /// Without `[pipeline]` this is [`Router::run`] on this lcore.
+    pub fn run_pipeline(
+        &mut self,
+        until: Option<Time>,
+        interval: Option<Duration>,
+        publish: Option<&Arc<Published>>,
+    ) -> Result<(), DpdkError> {
+        let Some(pipeline) = self.pipeline.as_mut() else {
+            self.run(until, interval, |snap| {
+                if let Some(p) = publish {
+                    p.offer(snap);
+                }
+            });
+            return Ok(());
+        };
+        let (devs, pool) = (&self.devs, PoolRef(&self.pool));
+        let fill_devs = move |out: &mut Snapshot| {
+            let pool = &pool;
+            out.pool_free = u64::from(pool.0.available());
+            out.devs.resize_with(devs.len(), DevSnap::default);
+            for (o, d) in out.devs.iter_mut().zip(devs) {
+                o.name.clone_from(&d.eth.name);
+                o.hw = d.eth.device_stats();
+            }
+        };
+        crate::pipeline::run(
+            pipeline,
+            &mut self.lanes,
+            TxSinkParts {
+                pcap: self.pcap.as_mut(),
+            },
+            &fill_devs,
+            crate::pipeline::RunSpec {
+                clock: self.clock,
+                until,
+                interval,
+                burst: self.burst,
+                publish,
+            },
+        )
     }
 }
 

@@ -22,7 +22,7 @@ pub struct DpdkError {
 }
 
 impl DpdkError {
-    fn new(message: impl Into<String>, hint: Option<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>, hint: Option<String>) -> Self {
         DpdkError {
             message: message.into(),
             hint,

@@ -21,6 +21,13 @@ pub struct RteMempool {
     _private: [u8; 0],
 }
 
+/// Opaque `struct rte_ring`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RteRing {
+    _private: [u8; 0],
+}
+
 /// `SOCKET_ID_ANY`.
 pub const SOCKET_ID_ANY: c_int = -1;
 /// `RTE_MBUF_DEFAULT_BUF_SIZE` (2048 bytes of data room + 128 headroom).
@@ -74,4 +81,33 @@ extern "C" {
     pub fn tg_port_stats(port: u16, out: *mut u64) -> c_int;
     pub fn tg_link_speed_mbps(port: u16) -> u32;
     pub fn tg_port_name(port: u16, name: *mut c_char, len: usize) -> c_int;
+    pub fn tg_ring_create(
+        name: *const c_char,
+        esize: c_uint,
+        count: c_uint,
+        socket: c_int,
+    ) -> *mut RteRing;
+    pub fn tg_ring_free(r: *mut RteRing);
+    pub fn tg_ring_enqueue_burst(
+        r: *mut RteRing,
+        objs: *const std::ffi::c_void,
+        esize: c_uint,
+        n: c_uint,
+    ) -> c_uint;
+    pub fn tg_ring_dequeue_burst(
+        r: *mut RteRing,
+        objs: *mut std::ffi::c_void,
+        esize: c_uint,
+        n: c_uint,
+    ) -> c_uint;
+    pub fn tg_ring_count(r: *const RteRing) -> c_uint;
+    pub fn tg_lcore_enabled(lcore: c_uint) -> c_int;
+    pub fn tg_main_lcore() -> c_uint;
+    pub fn tg_lcore_socket(lcore: c_uint) -> c_int;
+    pub fn tg_remote_launch(
+        f: extern "C" fn(*mut std::ffi::c_void) -> c_int,
+        arg: *mut std::ffi::c_void,
+        lcore: c_uint,
+    ) -> c_int;
+    pub fn tg_wait_lcore(lcore: c_uint) -> c_int;
 }

@@ -11,6 +11,7 @@
 //! | [`mbuf`] | owned mbufs, the `Pkt` packet handle, RX/TX bursts |
 //! | [`config`] | `router.toml` (serde, unknown fields rejected) |
 //! | [`dataplane`] | the RX -> classify -> delay -> qdisc -> shaper -> TX loop |
+//! | [`pipeline`] | the multi-core mode: RX/classify workers, rings, one scheduler lcore per egress |
 //! | [`l3`] | static routes, neighbours, ARP / NDP answers |
 //! | [`stats`] | snapshots and their hand-over ([`stats::Published`]), text table, OpenMetrics text, accounting |
 //! | [`http`] | the Prometheus endpoint |
@@ -44,6 +45,8 @@ pub mod logging;
 pub mod mbuf;
 #[cfg(feature = "dpdk")]
 pub mod pcap;
+#[cfg(feature = "dpdk")]
+pub mod pipeline;
 #[cfg(feature = "dpdk")]
 pub mod stats;
 #[cfg(feature = "dpdk")]

@@ -213,6 +213,24 @@ impl Pkt {
     pub const FLOW_END: u8 = 1;
     /// Flag: the IP header is IPv6.
     pub const IPV6: u8 = 2;
+    /// Flag: not IP (ARP...): the egress transmits it around the
+    /// discipline (pipeline mode carries such frames over the same rings).
+    pub const BYPASS: u8 = 4;
+
+    /// A handle for a frame that goes around the discipline: no flow, no
+    /// variant, [`Pkt::BYPASS`] set.
+    #[inline]
+    pub fn bypass(mbuf: Mbuf) -> Pkt {
+        Pkt {
+            len: mbuf.pkt_len(),
+            mbuf,
+            flow_hash: 0,
+            variant: VariantId::UNMARKED,
+            ecn: Ecn::NotEct,
+            flags: Pkt::BYPASS,
+            l3_offset: 0,
+        }
+    }
 
     /// A handle for `mbuf` classified as `c`; the length is the chain's
     /// `pkt_len` (the classifier saw the first segment only).
@@ -295,6 +313,10 @@ pub struct Burst<const N: usize> {
     /// Filled slots.
     pub len: usize,
 }
+
+// SAFETY: the filled slots are owned mbufs (as in `Mbuf`, which is Send);
+// a burst moves to another lcore only as part of the lane that owns it.
+unsafe impl<const N: usize> Send for Burst<N> {}
 
 impl<const N: usize> Default for Burst<N> {
     fn default() -> Self {

@@ -31,6 +31,30 @@ use tollgate_router::{Counters, DropReason};
 
 use crate::l3::NeighbourStats;
 
+/// `a += b`, field by field.
+pub fn add_counters(a: &mut Counters, b: &Counters) {
+    a.received += b.received;
+    a.received_bytes += b.received_bytes;
+    a.dequeued += b.dequeued;
+    a.dequeued_bytes += b.dequeued_bytes;
+    a.marked += b.marked;
+    for (x, y) in a.dropped.iter_mut().zip(b.dropped) {
+        *x += y;
+    }
+    for (x, y) in a.dropped_bytes.iter_mut().zip(b.dropped_bytes) {
+        *x += y;
+    }
+}
+
+/// `a += b`, field by field.
+pub fn add_parse(a: &mut ParseStats, b: &ParseStats) {
+    a.ok += b.ok;
+    a.truncated += b.truncated;
+    a.not_ip += b.not_ip;
+    a.fragment += b.fragment;
+    a.malformed += b.malformed;
+}
+
 /// Ingress drop reasons (before an egress pipeline).
 pub const INGRESS_REASONS: [&str; 4] = ["no_route", "not_ip", "ttl", "local"];
 
@@ -57,6 +81,16 @@ pub struct LaneSnap {
     pub tx_sent: u64,
     /// Frames the TX queue refused (freed).
     pub tx_full: u64,
+    /// Pipeline mode: frames a worker could not hand over because the ring
+    /// to this egress was full (freed, counted as dropped; they never
+    /// reached the pipeline, so they are not in `counters.received`).
+    pub ring_full: u64,
+    /// Pipeline mode: frames in the rings to this egress at the snapshot
+    /// (queued, not yet received by the pipeline; 0 after shutdown).
+    pub ring_queued: u64,
+    /// Time the lane went unpolled beyond the 100 us the default shaper
+    /// bucket covers, ns (see `dataplane::LaneCounters::stalled_ns`).
+    pub stalled_ns: u64,
     /// Non-IP frames forwarded around the discipline (L2 ARP etc.).
     pub bypass: u64,
     /// Transmitted bytes per variant (DSCP index).
@@ -253,6 +287,71 @@ impl Snapshot {
         }
     }
 
+    /// Add the counters of `part`, another lcore's snapshot of the same
+    /// router (same devices and lanes, in the same order), to this one.
+    ///
+    /// In pipeline mode every lcore publishes only what it owns: a worker
+    /// its RX counts, ingress drops and per-egress `ring_full` and
+    /// unparsable frames; a scheduler its lanes. The reader merges the
+    /// parts: counters and queue sizes add up (each is counted by exactly
+    /// one lcore), names and gauges come from the part that has them.
+    pub fn absorb(&mut self, part: &Snapshot) {
+        self.at = self.at.max(part.at);
+        self.pool_free = self.pool_free.max(part.pool_free);
+        if self.neighbours.is_none() {
+            self.neighbours = part.neighbours;
+        }
+        if self.devs.len() < part.devs.len() {
+            self.devs.resize_with(part.devs.len(), DevSnap::default);
+        }
+        for (o, d) in self.devs.iter_mut().zip(&part.devs) {
+            if o.name.is_empty() {
+                o.name.clone_from(&d.name);
+            }
+            o.rx += d.rx;
+            for (a, b) in o.ingress_drops.iter_mut().zip(d.ingress_drops) {
+                *a += b;
+            }
+            for (a, b) in o.hw.iter_mut().zip(d.hw) {
+                *a = (*a).max(b);
+            }
+        }
+        if self.lanes.len() < part.lanes.len() {
+            self.lanes.resize_with(part.lanes.len(), LaneSnap::default);
+        }
+        for (o, l) in self.lanes.iter_mut().zip(&part.lanes) {
+            if o.egress.is_empty() {
+                o.egress.clone_from(&l.egress);
+            }
+            if o.discipline.is_empty() {
+                o.discipline = l.discipline;
+            }
+            if o.rate_bps == 0.0 {
+                o.rate_bps = l.rate_bps;
+            }
+            add_counters(&mut o.counters, &l.counters);
+            add_parse(&mut o.parse, &l.parse);
+            o.in_flight += l.in_flight;
+            o.qlen += l.qlen;
+            o.qbytes += l.qbytes;
+            o.tx_sent += l.tx_sent;
+            o.tx_full += l.tx_full;
+            o.ring_full += l.ring_full;
+            o.ring_queued += l.ring_queued;
+            o.stalled_ns += l.stalled_ns;
+            o.bypass += l.bypass;
+            if o.variant_tx_bytes.len() < l.variant_tx_bytes.len() {
+                o.variant_tx_bytes.resize(l.variant_tx_bytes.len(), 0);
+            }
+            for (a, b) in o.variant_tx_bytes.iter_mut().zip(&l.variant_tx_bytes) {
+                *a += b;
+            }
+            if o.disc == DisciplineGauges::None {
+                o.disc = l.disc;
+            }
+        }
+    }
+
     /// Whole-router totals.
     pub fn totals(&self) -> Totals {
         let mut t = Totals::default();
@@ -262,8 +361,8 @@ impl Snapshot {
         }
         for l in &self.lanes {
             t.tx += l.tx_sent;
-            t.dropped += l.counters.dropped_total() + l.tx_full;
-            t.queued += l.in_flight;
+            t.dropped += l.counters.dropped_total() + l.tx_full + l.ring_full;
+            t.queued += l.in_flight + l.ring_queued;
         }
         t
     }
@@ -334,7 +433,16 @@ impl Snapshot {
                     let _ = write!(s, "{}={} ", r.name(), n);
                 }
             }
-            let _ = writeln!(s, "tx_full={}] marked={}", l.tx_full, l.counters.marked);
+            if l.ring_full > 0 {
+                let _ = write!(s, "ring_full={} ", l.ring_full);
+            }
+            let _ = writeln!(
+                s,
+                "tx_full={}] marked={} stalled_ms={:.3}",
+                l.tx_full,
+                l.counters.marked,
+                l.stalled_ns as f64 / 1e6
+            );
             if dt > 0.0 {
                 if let Some(p) = p {
                     let mut parts = Vec::new();
@@ -638,6 +746,12 @@ impl Collector for SnapshotMetrics {
             "tollgate_egress_tx_full",
             "Frames the TX queue refused (freed and counted as dropped).",
             lc(&|l| l.tx_full),
+        )?;
+        family(
+            enc,
+            "tollgate_egress_ring_full",
+            "Pipeline mode: frames dropped because the ring from an RX worker to this egress was full.",
+            lc(&|l| l.ring_full),
         )?;
         family(
             enc,

@@ -4,6 +4,11 @@
 //! benchmark and the accounting tests: each received mbuf is overwritten with
 //! the next flow's template frame, like a NIC DMA-ing a real packet. The
 //! templates are built once at start; stamping is a bounded memcpy.
+//!
+//! Every frame carries its flow's sequence number (big-endian u32, the
+//! first 4 bytes of the UDP payload, offset [`SEQ_OFFSET`]; the UDP
+//! checksum is 0, "none", so the frame stays valid), so a capture of the
+//! output shows whether a flow's packets kept their order.
 
 use std::net::Ipv4Addr;
 
@@ -13,10 +18,18 @@ use tollgate_router::packet::FlowKey;
 use crate::config::{variant_id, SyntheticConfig, IMIX};
 use crate::mbuf::Mbuf;
 
+/// Offset of the per-flow sequence number in a synthetic frame (Ethernet
+/// 14 + IPv4 20 + UDP 8).
+pub const SEQ_OFFSET: usize = 42;
+
 /// Round-robin frame templates.
 #[derive(Debug)]
 pub struct Synth {
     templates: Vec<Vec<u8>>,
+    /// Per template: its flow (index into `seq`).
+    flow_of: Vec<u32>,
+    /// Per flow: the next sequence number.
+    seq: Vec<u32>,
     next: usize,
 }
 
@@ -54,10 +67,21 @@ impl Synth {
                         .map(|v| v.dscp())
                         .unwrap_or(0)
                 };
-                udp4(&key, dscp << 2, payload)
+                let mut f = udp4(&key, dscp << 2, payload);
+                // UDP checksum 0 ("none"): the sequence number changes the payload.
+                if let Some(c) = f.get_mut(40..42) {
+                    c.copy_from_slice(&[0, 0]);
+                }
+                f
             })
             .collect();
-        Synth { templates, next: 0 }
+        let flows = config.flows.max(1);
+        Synth {
+            templates,
+            flow_of: (0..count).map(|t| t % flows).collect(),
+            seq: vec![0; flows as usize],
+            next: 0,
+        }
     }
 
     /// Mean frame length of the templates, bytes.
@@ -72,12 +96,19 @@ impl Synth {
         if self.templates.is_empty() {
             return;
         }
-        let t = &self.templates[self.next];
-        self.next = if self.next + 1 == self.templates.len() {
+        let i = self.next;
+        self.next = if i + 1 == self.templates.len() {
             0
         } else {
-            self.next + 1
+            i + 1
         };
-        let _ = m.write_frame(t);
+        if m.write_frame(&self.templates[i]) {
+            let f = self.flow_of[i] as usize;
+            let seq = self.seq[f];
+            self.seq[f] = seq.wrapping_add(1);
+            if let Some(b) = m.data_mut().get_mut(SEQ_OFFSET..SEQ_OFFSET + 4) {
+                b.copy_from_slice(&seq.to_be_bytes());
+            }
+        }
     }
 }

@@ -134,6 +134,23 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
             l.rate_bps / 1e6
         );
     }
+    if let Some(p) = &router.pipeline {
+        for w in &p.workers {
+            let q: Vec<String> = w
+                .queues
+                .iter()
+                .map(|(d, _, q)| format!("{}:{q}", router.devs[*d].eth.name))
+                .collect();
+            println!(
+                "  pipeline worker lcore={} rx_queues={}",
+                w.lcore,
+                q.join(",")
+            );
+        }
+        for (l, s) in router.lanes.iter().zip(&p.scheduler_of) {
+            println!("  pipeline scheduler lcore={s} egress={}", l.name);
+        }
+    }
     // The forwarding loop only publishes numbers; the metrics thread and
     // the printer thread below format them.
     let published = Published::new();
@@ -183,9 +200,14 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    router.run(until, tick, |snap| {
-        published.offer(snap);
-    });
+    // One lcore (the default), or the `[pipeline]` workers and schedulers
+    // on their lcores.
+    if let Err(e) = router.run_pipeline(until, tick, Some(&published)) {
+        eprintln!("error: {e}");
+        STOP.store(true, Ordering::Relaxed);
+        published.close();
+        return ExitCode::from(3);
+    }
     tracing::info!("forwarding loop stopped; draining");
     published.close();
     let prev = printer.and_then(|p| p.join().ok()).flatten();
@@ -203,8 +225,8 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     print!("{}", snap.render_text(prev.as_ref()));
     for l in &snap.lanes {
         let mut line = format!(
-            "lane port={} discipline={} received={} transmitted={} tx_sent={} tx_full={} bypass={} in_flight={} marked={}",
-            l.egress, l.discipline, l.counters.received, l.counters.dequeued, l.tx_sent, l.tx_full, l.bypass, l.in_flight, l.counters.marked
+            "lane port={} discipline={} received={} transmitted={} tx_sent={} tx_full={} ring_full={} bypass={} in_flight={} marked={}",
+            l.egress, l.discipline, l.counters.received, l.counters.dequeued, l.tx_sent, l.tx_full, l.ring_full, l.bypass, l.in_flight, l.counters.marked
         );
         for r in tollgate_router::DropReason::ALL {
             line.push_str(&format!(" drop_{}={}", r.name(), l.counters.dropped_for(r)));
