@@ -11,15 +11,16 @@
 //! | [`pacing`] | token bucket honouring a CCA's own pacing rate |
 //! | [`stats`] | goodput/cwnd/RTT time series, RTT histogram, endpoint counters |
 //! | [`bulk`] | bulk-transfer protocol and the client/server apps |
-//! | [`udp`] | `sendmsg`/`recvmsg` with per-datagram TOS (DSCP + ECN) and GSO |
-//! | [`driver`] | the mio event loop: one thread, one socket, one endpoint |
+//! | [`udp`] | `sendmmsg`/`recvmmsg` with per-datagram TOS (DSCP + ECN), GSO, GRO and kernel receive timestamps |
+//! | [`driver`] | the mio event loop ([`Driver`]: one thread, one socket, one endpoint) and the per-endpoint loop logic it shares with [`pool`] |
+//! | [`pool`] | [`Pool`]: many endpoints, each on its own socket with its own app and start instant, in one loop per thread (the load generator's workers) |
 //! | [`impair`] | loss/reordering socket wrapper for tests |
 //! | [`tls`] | rustls (ring) configs, self-signed certificates, PEM loading |
 //! | [`logging`] | the binaries' stderr log subscriber (`RUST_LOG` or `-v`) |
 //! | `quiche_peer` | feature `quiche`: quiche client and server speaking the bulk protocol, the reference peer |
 //!
-//! Only [`driver`] reads the clock. The emulator drives [`Endpoint`] (and any
-//! [`driver::App`]) with virtual `Instant`s instead.
+//! Only [`driver`] (and so [`pool`]) reads the clock. The emulator drives
+//! [`Endpoint`] (and any [`driver::App`]) with virtual `Instant`s instead.
 //!
 //! ## Libra, CapProbe and per-packet ACK timing
 //!
@@ -30,10 +31,11 @@
 //! ([`PromptAcks::Auto`]), Tollgate asks the peer through the ACK-frequency
 //! extension (draft-ietf-quic-ack-frequency, supported by quinn-proto on both
 //! sides) for `ack_eliciting_threshold = 0`: one immediate ACK per
-//! ack-eliciting packet. The mio driver stamps every received datagram with its
-//! own `Instant::now()`, so the two ACKs of a pair reach the CCA with distinct
-//! `now`s, and [`adapter`] recovers which datagram each ACK is for from its
-//! send time.
+//! ack-eliciting packet. The mio driver stamps every received datagram with the
+//! kernel's receive timestamp (`SO_TIMESTAMPNS`, carried over to `Instant`),
+//! so the two ACKs of a pair reach the CCA with distinct `now`s even when one
+//! `recvmmsg` returns both, and [`adapter`] recovers which datagram each ACK
+//! is for from its send time.
 //!
 //! **Cost.** The receiver sends one ACK per data packet instead of one per
 //! two: about twice the ACK packets (≈ 50 bytes each, ~4 % of the data volume
@@ -46,8 +48,10 @@
 //! TCP-style stacks) keeps its ACK policy; pairs then mostly share an ACK and
 //! are discarded, and Libra falls back to its delivery-rate estimate and
 //! reports that as its capacity source in [`adapter::CcaSnapshot::stats`].
-//! The per-ACK `now` in the mio driver is user-space receive time, not a
-//! kernel timestamp, so a busy sender adds jitter of a few microseconds.
+//! The per-ACK `now` in the mio driver is the kernel's receive timestamp, but
+//! never earlier than the `now` the endpoint was last given (time only moves
+//! forward): an ACK that waited in the socket while the sender was busy
+//! sending gets that later time, so a busy sender still adds jitter.
 //!
 //! ## Pacing
 //!
@@ -103,6 +107,7 @@ pub mod endpoint;
 pub mod impair;
 pub mod logging;
 pub mod pacing;
+pub mod pool;
 #[cfg(feature = "quiche")]
 pub mod quiche_peer;
 pub mod stats;
@@ -114,5 +119,6 @@ pub use endpoint::{
     CloseReason, ConnectError, ConnectionOptions, Endpoint, EndpointOptions, Event, PromptAcks,
     ReadStatus, StreamError, Transmit,
 };
+pub use pool::Pool;
 pub use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
 pub use stats::{ConnReport, EndpointStats, Sample};
