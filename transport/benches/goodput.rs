@@ -130,7 +130,16 @@ fn tollgate(certs: &SelfSigned, bytes: u64, conns: usize) -> Duration {
         let mut driver = Driver::bind(loopback, EndpointOptions::default()).unwrap();
         driver.endpoint().set_client(certs.client_crypto().unwrap());
         let mut app = client(bytes);
+        let (t0, c0) = (Instant::now(), cpu_time(libc::RUSAGE_THREAD));
         driver.run(&mut app, &AtomicBool::new(false)).unwrap();
+        if std::env::var_os("GOODPUT_VERBOSE").is_some() {
+            eprintln!(
+                "  client thread: {:.0} % of a core busy; socket {:?}",
+                (cpu_time(libc::RUSAGE_THREAD) - c0).as_secs_f64() / t0.elapsed().as_secs_f64()
+                    * 100.0,
+                driver.stats()
+            );
+        }
         vec![app]
     } else {
         let mut pool: Pool<Timed> = Pool::new().unwrap();
@@ -156,7 +165,19 @@ fn tollgate(certs: &SelfSigned, bytes: u64, conns: usize) -> Duration {
     let last = apps.iter().filter_map(|a| a.finished).max().unwrap();
     let elapsed = last - first;
     shutdown.store(true, Ordering::Relaxed);
-    server.join().unwrap().unwrap();
+    let (server, app) = server.join().unwrap().unwrap();
+    if std::env::var_os("GOODPUT_VERBOSE").is_some() {
+        for r in &app.summary.reports {
+            eprintln!(
+                "  server conn: lost {} of {} packets, {} congestion events, cwnd {} B",
+                r.quic.path.lost_packets,
+                r.quic.path.sent_packets,
+                r.quic.path.congestion_events,
+                r.quic.path.cwnd
+            );
+        }
+        eprintln!("  server socket: {:?}", server.stats());
+    }
     elapsed
 }
 

@@ -37,6 +37,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use bytes::BytesMut;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
@@ -54,8 +55,12 @@ pub const RECV_BUDGET: usize = 256;
 const SEND_BUDGET: usize = 64;
 /// Messages per `recvmmsg`.
 const RECV_SLOTS: usize = 16;
-/// GSO batch size (datagrams per send) used when the kernel supports it.
-pub const GSO_SEGMENTS: usize = 10;
+/// GSO batch size (datagrams per send) used when the kernel supports it:
+/// 40 × 1472 bytes (quinn-proto's largest datagram by default) = 58 880
+/// bytes, within one UDP send's 64 KiB. Measured on loopback: 10 → 40 cut
+/// the sender's CPU per byte by about a tenth (fewer trips through the IP
+/// stack; the GRO receiver gets the batch whole).
+pub const GSO_SEGMENTS: usize = 40;
 /// How often every app's `is_done` is checked even if nothing happened to it
 /// (apps can finish through another thread, e.g. a server's shutdown flag).
 const SWEEP: Duration = Duration::from_millis(5);
@@ -480,13 +485,17 @@ impl<S: DatagramSocket> Slot<S> {
                         let (meta, data) = rx.get(i);
                         self.stats.messages_received += 1;
                         let at = self.arrival(meta.timestamp, wall, now);
+                        // One allocation and copy per message; its datagrams
+                        // share it (quinn-proto keeps stream data as slices).
+                        let mut bytes = BytesMut::from(data);
                         for d in meta.datagrams(data) {
-                            self.endpoint.handle_datagram(at, meta.from, meta.tos, d);
+                            let d = bytes.split_to(d.len());
+                            self.endpoint
+                                .handle_datagram_owned(at, meta.from, meta.tos, d);
+                            self.stats.datagrams_received += 1;
                             handled += 1;
                         }
                     }
-                    self.stats.datagrams_received =
-                        self.stats.datagrams_received.saturating_add(handled as u64);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -418,16 +418,24 @@ impl Endpoint {
         tos: Option<u8>,
         data: &[u8],
     ) {
+        self.handle_datagram_owned(now, from, tos, BytesMut::from(data));
+    }
+
+    /// [`handle_datagram`](Self::handle_datagram) taking the bytes by value,
+    /// so a driver that copied one received buffer (e.g. a GRO batch) once
+    /// can hand out its datagrams with `split_to` and no further copy.
+    pub fn handle_datagram_owned(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        tos: Option<u8>,
+        data: BytesMut,
+    ) {
         self.stats.datagrams_in += 1;
         let ecn = tos.and_then(|t| EcnCodepoint::from_bits(t & 0b11));
-        let event = self.proto.handle(
-            now,
-            from,
-            None,
-            ecn,
-            BytesMut::from(data),
-            &mut self.scratch,
-        );
+        let event = self
+            .proto
+            .handle(now, from, None, ecn, data, &mut self.scratch);
         match event {
             None => self.stats.datagrams_dropped += 1,
             Some(DatagramEvent::Response(t)) => self.queue_response(t),
