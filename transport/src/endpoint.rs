@@ -709,6 +709,29 @@ impl Endpoint {
         }
     }
 
+    /// [`write`](Self::write) without copying: the stream keeps a reference
+    /// to `data` (e.g. a slice of a static or shared buffer) instead of a
+    /// copy. Returns the bytes taken from the front of `data`; `Ok(0)` means
+    /// blocked, as for `write`.
+    pub fn write_bytes(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        data: bytes::Bytes,
+    ) -> Result<usize, StreamError> {
+        let conn = self.conn(ch)?;
+        let mut chunks = [data];
+        match conn.proto.send_stream(stream).write_chunks(&mut chunks) {
+            Ok(w) => {
+                conn.rec.app_tx += w.bytes as u64;
+                Ok(w.bytes)
+            }
+            Err(quinn_proto::WriteError::Blocked) => Ok(0),
+            Err(quinn_proto::WriteError::Stopped(c)) => Err(StreamError::Stopped(c.into_inner())),
+            Err(quinn_proto::WriteError::ClosedStream) => Err(StreamError::ClosedStream),
+        }
+    }
+
     /// Mark the end of a stream's data.
     pub fn finish(&mut self, ch: ConnectionHandle, stream: StreamId) -> Result<(), StreamError> {
         self.conn(ch)?
