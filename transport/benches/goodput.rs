@@ -3,7 +3,7 @@
 //! same machine, same run, 1 and 8 connections.
 //!
 //! ```text
-//! cargo bench -p tollgate-transport --bench goodput -- [BYTES] [ROUNDS] [--conns=1,8] [--only=tollgate|quinn|iperf3]
+//! cargo bench -p tollgate-transport --bench goodput -- [BYTES] [ROUNDS] [--conns=1,8] [--only=tollgate|quinn|iperf3] [--server-threads=N]
 //! ```
 //!
 //! Each round moves BYTES (default 1 GB) once per stack and connection count:
@@ -11,7 +11,9 @@
 //! goodput: all bytes over the time from the first connection attempt to the
 //! last byte; handshakes included, close and drain excluded).
 //! Tollgate's N clients run in one [`Pool`] (one socket each) on the main
-//! thread against one server endpoint on another thread; quinn's N clients are
+//! thread against one server endpoint on another thread (or
+//! `--server-threads` endpoints on as many threads sharing the port with
+//! `SO_REUSEPORT`); quinn's N clients are
 //! N client endpoints on a 2-thread tokio runtime against one server endpoint;
 //! iperf3 runs `-P N` against `iperf3 -s -1`. Reported per run: goodput
 //! (Gbit/s), and Gbit/s per core = bits moved / CPU-seconds of both ends
@@ -101,21 +103,31 @@ impl App for Timed {
     }
 }
 
-fn tollgate(certs: &SelfSigned, bytes: u64, conns: usize) -> Duration {
+fn tollgate(certs: &SelfSigned, bytes: u64, conns: usize, server_threads: usize) -> Duration {
     let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let mut server = Driver::bind(loopback, EndpointOptions::default()).unwrap();
-    server
-        .endpoint()
-        .set_server(
-            certs.server_crypto().unwrap(),
-            ConnectionOptions::with_cca("newreno"),
-        )
-        .unwrap();
-    let addr = server.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let app = BulkServer::new();
-    let shutdown = app.shutdown_flag();
-    let server = spawn(server, app, stop.clone());
+    // One server endpoint per thread; several share the port (SO_REUSEPORT).
+    let mut addr = loopback;
+    let mut servers = Vec::new();
+    for _ in 0..server_threads.max(1) {
+        let socket = if server_threads > 1 {
+            UdpIo::bind_reuse_port(addr).unwrap()
+        } else {
+            UdpIo::bind(addr).unwrap()
+        };
+        let mut server = Driver::new(socket, EndpointOptions::default()).unwrap();
+        server
+            .endpoint()
+            .set_server(
+                certs.server_crypto().unwrap(),
+                ConnectionOptions::with_cca("newreno"),
+            )
+            .unwrap();
+        addr = server.local_addr().unwrap();
+        let app = BulkServer::new();
+        let shutdown = app.shutdown_flag();
+        servers.push((shutdown, spawn(server, app, stop.clone())));
+    }
     let client = |share: u64| Timed {
         inner: BulkClient::new(
             addr,
@@ -164,19 +176,23 @@ fn tollgate(certs: &SelfSigned, bytes: u64, conns: usize) -> Duration {
     let first = apps.iter().filter_map(|a| a.started).min().unwrap();
     let last = apps.iter().filter_map(|a| a.finished).max().unwrap();
     let elapsed = last - first;
-    shutdown.store(true, Ordering::Relaxed);
-    let (server, app) = server.join().unwrap().unwrap();
-    if std::env::var_os("GOODPUT_VERBOSE").is_some() {
-        for r in &app.summary.reports {
-            eprintln!(
-                "  server conn: lost {} of {} packets, {} congestion events, cwnd {} B",
-                r.quic.path.lost_packets,
-                r.quic.path.sent_packets,
-                r.quic.path.congestion_events,
-                r.quic.path.cwnd
-            );
+    for (shutdown, _) in &servers {
+        shutdown.store(true, Ordering::Relaxed);
+    }
+    for (_, thread) in servers {
+        let (server, app) = thread.join().unwrap().unwrap();
+        if std::env::var_os("GOODPUT_VERBOSE").is_some() {
+            for r in &app.summary.reports {
+                eprintln!(
+                    "  server conn: lost {} of {} packets, {} congestion events, cwnd {} B",
+                    r.quic.path.lost_packets,
+                    r.quic.path.sent_packets,
+                    r.quic.path.congestion_events,
+                    r.quic.path.cwnd
+                );
+            }
+            eprintln!("  server socket: {:?}", server.stats());
         }
-        eprintln!("  server socket: {:?}", server.stats());
     }
     elapsed
 }
@@ -339,6 +355,9 @@ fn main() {
         .map(|c| c.split(',').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 8]);
     let only = flag("only");
+    let server_threads: usize = flag("server-threads")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let have_iperf = wants("iperf3")
         && Command::new("iperf3")
@@ -355,7 +374,7 @@ fn main() {
         for round in 0..rounds {
             let mut line = format!("{conns} conn, round {round}:");
             if wants("tollgate") {
-                let a = measure(bytes, || tollgate(&certs, bytes, conns));
+                let a = measure(bytes, || tollgate(&certs, bytes, conns, server_threads));
                 line += &format!(
                     "  tollgate {:.2} Gbit/s ({:.2}/core)",
                     a.gbps, a.gbps_per_core

@@ -120,7 +120,17 @@ impl UdpIo {
     /// Bind to `addr`, with GSO, GRO and receive timestamps where the kernel
     /// has them.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let std = udp::bind(addr)?;
+        Self::from_std(udp::bind(addr)?)
+    }
+
+    /// Bind with `SO_REUSEPORT`: one socket per server worker thread on the
+    /// same address, the kernel spreading connections over them (see
+    /// [`udp::bind_with`]).
+    pub fn bind_reuse_port(addr: SocketAddr) -> io::Result<Self> {
+        Self::from_std(udp::bind_with(addr, true)?)
+    }
+
+    fn from_std(std: std::net::UdpSocket) -> io::Result<Self> {
         let fd = std.as_raw_fd();
         let gso = udp::gso_supported(fd);
         let gro = udp::enable_gro(fd);

@@ -122,8 +122,19 @@ fn setsockopt_int(
 /// don't-fragment set (for path-MTU discovery). GRO and timestamps stay off
 /// (see [`enable_gro`], [`enable_timestamps`]).
 pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    bind_with(addr, false)
+}
+
+/// [`bind`], optionally with `SO_REUSEPORT`: several sockets (one per worker
+/// thread) then share one address and the kernel spreads incoming flows
+/// over them by their 4-tuple, so every datagram of a connection reaches the
+/// same socket.
+pub fn bind_with(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     socket.set_nonblocking(true)?;
+    if reuse_port {
+        setsockopt_int(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
     enable_recv_tos(socket.as_raw_fd(), addr.is_ipv6())?;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use tollgate_transport::bulk::{BulkClient, Mode, Request};
-use tollgate_transport::driver::UdpIo;
+use tollgate_transport::driver::{DatagramSocket, UdpIo};
 use tollgate_transport::tls::SelfSigned;
 use tollgate_transport::{ConnectionOptions, EndpointOptions, Pool};
 
@@ -152,4 +152,65 @@ fn an_empty_pool_returns_at_once() {
     let mut pool: Pool<BulkClient> = Pool::new().unwrap();
     assert!(pool.is_empty());
     pool.run(&AtomicBool::new(false)).unwrap();
+}
+
+/// Two server drivers (two threads) share one port through SO_REUSEPORT;
+/// eight pool clients, each on its own socket, all complete against it.
+#[test]
+fn reuse_port_servers_share_one_address() {
+    use tollgate_transport::bulk::BulkServer;
+    use tollgate_transport::driver::spawn;
+    use tollgate_transport::Driver;
+
+    let certs = certs();
+    let first = UdpIo::bind_reuse_port(loopback()).unwrap();
+    let addr = first.local_addr().unwrap();
+    let second = UdpIo::bind_reuse_port(addr).unwrap();
+    assert_eq!(second.local_addr().unwrap(), addr);
+    assert!(
+        UdpIo::bind(addr).is_err(),
+        "a socket without SO_REUSEPORT cannot join"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let servers: Vec<_> = [first, second]
+        .into_iter()
+        .map(|socket| {
+            let mut driver = Driver::new(socket, EndpointOptions::default()).unwrap();
+            driver
+                .endpoint()
+                .set_server(certs.server_crypto().unwrap(), ConnectionOptions::default())
+                .unwrap();
+            let app = BulkServer::new();
+            let shutdown = app.shutdown_flag();
+            (shutdown, spawn(driver, app, stop.clone()))
+        })
+        .collect();
+    let t0 = Instant::now();
+    let flows: Vec<(Request, &str, Instant)> = (0..8)
+        .map(|k| {
+            (
+                download(128 << 10),
+                "newreno",
+                t0 + Duration::from_millis(k),
+            )
+        })
+        .collect();
+    let mut pool = client_pool(&certs, addr, &flows);
+    run_with_watchdog(&mut pool, Duration::from_secs(30));
+    for i in 0..8 {
+        assert_intact(&format!("flow {i}"), &pool.app(i).result, 128 << 10);
+    }
+    let mut served = Vec::new();
+    for (shutdown, thread) in servers {
+        shutdown.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (_, app) = thread.join().unwrap().unwrap();
+        served.push(app.summary.transfers);
+    }
+    eprintln!("transfers per server socket: {served:?}");
+    assert_eq!(served.iter().sum::<u64>(), 8, "{served:?}");
 }
