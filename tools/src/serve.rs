@@ -328,7 +328,7 @@ pub fn start(opts: &ServeOptions) -> anyhow::Result<Server> {
                 max_connections: opts.max_connections,
                 ..EndpointOptions::default()
             };
-            let mut driver = Driver::new(UdpIo::from_std(std), options)?;
+            let mut driver = Driver::new(UdpIo::from_std(std)?, options)?;
             driver
                 .endpoint()
                 .set_server(

@@ -452,16 +452,24 @@ impl Endpoint {
         tos: Option<u8>,
         data: &[u8],
     ) {
+        self.handle_datagram_owned(now, from, tos, BytesMut::from(data));
+    }
+
+    /// [`handle_datagram`](Self::handle_datagram) taking the bytes by value,
+    /// so a driver that copied one received buffer (e.g. a GRO batch) once
+    /// can hand out its datagrams with `split_to` and no further copy.
+    pub fn handle_datagram_owned(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        tos: Option<u8>,
+        data: BytesMut,
+    ) {
         self.stats.datagrams_in += 1;
         let ecn = tos.and_then(|t| EcnCodepoint::from_bits(t & 0b11));
-        let event = self.proto.handle(
-            now,
-            from,
-            None,
-            ecn,
-            BytesMut::from(data),
-            &mut self.scratch,
-        );
+        let event = self
+            .proto
+            .handle(now, from, None, ecn, data, &mut self.scratch);
         match event {
             None => self.stats.datagrams_dropped += 1,
             Some(DatagramEvent::Response(t)) => self.queue_response(t),
@@ -740,6 +748,29 @@ impl Endpoint {
             Ok(n) => {
                 conn.rec.app_tx += n as u64;
                 Ok(n)
+            }
+            Err(quinn_proto::WriteError::Blocked) => Ok(0),
+            Err(quinn_proto::WriteError::Stopped(c)) => Err(StreamError::Stopped(c.into_inner())),
+            Err(quinn_proto::WriteError::ClosedStream) => Err(StreamError::ClosedStream),
+        }
+    }
+
+    /// [`write`](Self::write) without copying: the stream keeps a reference
+    /// to `data` (e.g. a slice of a static or shared buffer) instead of a
+    /// copy. Returns the bytes taken from the front of `data`; `Ok(0)` means
+    /// blocked, as for `write`.
+    pub fn write_bytes(
+        &mut self,
+        ch: ConnectionHandle,
+        stream: StreamId,
+        data: bytes::Bytes,
+    ) -> Result<usize, StreamError> {
+        let conn = self.conn(ch)?;
+        let mut chunks = [data];
+        match conn.proto.send_stream(stream).write_chunks(&mut chunks) {
+            Ok(w) => {
+                conn.rec.app_tx += w.bytes as u64;
+                Ok(w.bytes)
             }
             Err(quinn_proto::WriteError::Blocked) => Ok(0),
             Err(quinn_proto::WriteError::Stopped(c)) => Err(StreamError::Stopped(c.into_inner())),
