@@ -129,6 +129,11 @@ pub struct LoadArgs {
     /// Connection set-up timeout.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub connect_timeout: String,
+    /// Worker threads for the QUIC flows, each one event loop over its share
+    /// of the flows' sockets (default: available cores). Kernel TCP and
+    /// quiche flows run on a thread each.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -312,6 +317,11 @@ pub fn load(args: LoadArgs) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("give a scenario file or --flows"),
     };
     load::check(&s)?;
+    let threads = match args.threads {
+        Some(0) => anyhow::bail!("--threads 0: need at least one worker thread"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let crypto = tls::client_crypto_with_roots_pem(&args.ca)
         .map_err(|e| anyhow::anyhow!("--ca {}: {e}", args.ca.display()))?;
     let opts = LoadOptions {
@@ -320,6 +330,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<ExitCode> {
         crypto,
         bind: args.bind,
         connect_timeout: duration_arg("--connect-timeout", &args.connect_timeout)?,
+        threads,
     };
     let note = "real network: the scenario's rtt and topology are not emulated (the path has its \
                 own); rtt_ms is each flow's measured minimum RTT (quiche flows: smoothed); bottleneck rate and \

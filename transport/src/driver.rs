@@ -679,18 +679,7 @@ impl Engine {
         let mut next_sweep = Instant::now() + SWEEP;
         loop {
             let now = Instant::now();
-            while let Some(&(at, i)) = starts.last() {
-                if at > now {
-                    break;
-                }
-                starts.pop();
-                let (slot, app) = m.member(i);
-                slot.start(app);
-                mark(&mut dirty, &mut flags, i);
-                // Anything that arrived before the start was left unread.
-                slot.more_to_read = true;
-                reading.push(i);
-            }
+            start_due(m, &mut starts, now, &mut dirty, &mut flags, &mut reading);
             while let Some(&Reverse((at, i))) = heap.peek() {
                 if at > now {
                     break;
@@ -725,6 +714,18 @@ impl Engine {
                 }
                 if slot.more_to_send {
                     mark(&mut dirty, &mut flags, i);
+                }
+                // A round over many busy endpoints takes a while: start
+                // whatever fell due meanwhile rather than after the round.
+                if starts.last().is_some_and(|&(at, _)| at <= Instant::now()) {
+                    start_due(
+                        m,
+                        &mut starts,
+                        Instant::now(),
+                        &mut dirty,
+                        &mut flags,
+                        &mut reading,
+                    );
                 }
             }
             round.clear();
@@ -807,6 +808,30 @@ impl Engine {
             }
             std::mem::swap(&mut reading, &mut still);
         }
+    }
+}
+
+/// Start every member whose start instant is at or before `now` (`starts` is
+/// sorted latest first).
+fn start_due<M: Members>(
+    m: &mut M,
+    starts: &mut Vec<(Instant, usize)>,
+    now: Instant,
+    dirty: &mut Vec<usize>,
+    flags: &mut [bool],
+    reading: &mut Vec<usize>,
+) {
+    while let Some(&(at, i)) = starts.last() {
+        if at > now {
+            break;
+        }
+        starts.pop();
+        let (slot, app) = m.member(i);
+        slot.start(app);
+        mark(dirty, flags, i);
+        // Anything that arrived before the start was left unread.
+        slot.more_to_read = true;
+        reading.push(i);
     }
 }
 

@@ -6,9 +6,12 @@
 //! arrivals), then each runs on a real stack:
 //!
 //! - **Tollgate QUIC** ([`FlowKind::Quic`]): a [`BulkClient`] on its own UDP
-//!   socket (its own 5-tuple and DSCP), driven by its own mio loop. Forward
-//!   flows upload with the flow's CCA; `reverse` flows download and ask the
-//!   server for the flow's CCA (bulk protocol v2).
+//!   socket (its own 5-tuple and DSCP). The QUIC flows are dealt round-robin
+//!   to [`LoadOptions::threads`] worker threads, each running one
+//!   [`Pool`] (one mio loop for its share of the sockets, starting each flow
+//!   at its scheduled instant on a `timerfd`). Forward flows upload with the
+//!   flow's CCA; `reverse` flows download and ask the server for the flow's
+//!   CCA (bulk protocol v2).
 //! - **Kernel TCP** ([`FlowKind::Tcp`]): [`tcp::run_flow`], `TCP_CONGESTION`
 //!   and `IP_TOS` on the data sender.
 //! - **quiche** ([`FlowKind::Quiche`], feature `quiche`): uploads from
@@ -35,7 +38,9 @@ use std::time::{Duration, Instant};
 use quinn_proto::crypto::rustls::QuicClientConfig;
 use tollgate_router::DropReason;
 use tollgate_transport::bulk::{BulkClient, Mode, Request};
-use tollgate_transport::{ConnReport, ConnectionOptions, Driver, EndpointOptions, PromptAcks};
+use tollgate_transport::driver::UdpIo;
+use tollgate_transport::pool::Pool;
+use tollgate_transport::{ConnReport, ConnectionOptions, EndpointOptions, PromptAcks};
 
 use crate::results::{self, Results};
 use crate::scenario::kind::FlowKind;
@@ -62,6 +67,8 @@ pub struct LoadOptions {
     pub bind: Option<IpAddr>,
     /// Connection set-up limit.
     pub connect_timeout: Duration,
+    /// Worker threads for the QUIC flows (at least 1).
+    pub threads: usize,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -172,10 +179,11 @@ pub fn run(
     let mut progress = Vec::new();
     let mut outcomes: Vec<Arc<Mutex<Outcome>>> = Vec::new();
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let workers = o.threads.max(1);
+    let mut pools: Vec<Vec<PoolFlow>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut quic_flows = 0usize;
     for spec in &specs {
-        let p = Arc::new(AtomicU64::new(0));
         let out = Arc::new(Mutex::new(Outcome::default()));
-        progress.push(p.clone());
         outcomes.push(out.clone());
         let kind = FlowKind::parse(&spec.cca).map_err(|e| anyhow::anyhow!(e))?;
         let g = &s.flows[spec.group];
@@ -192,11 +200,37 @@ pub fn run(
             options,
             bind: local_bind(o),
         };
+        if let FlowKind::Quic(cca) = &job.kind {
+            let app = job.quic_app(cca, job.request(job.start_at));
+            progress.push(app.progress());
+            pools[quic_flows % workers].push(PoolFlow {
+                app,
+                bind: job.bind,
+                crypto: job.options.crypto.clone(),
+                start_at: job.start_at,
+                out,
+            });
+            quic_flows += 1;
+            continue;
+        }
+        let p = Arc::new(AtomicU64::new(0));
+        progress.push(p.clone());
         let stop = flow_stop.clone();
         threads.push(
             std::thread::Builder::new()
                 .name(format!("load-flow-{}", threads.len()))
                 .spawn(move || job.run(&stop, &p, &out))?,
+        );
+    }
+    for (w, flows) in pools.into_iter().enumerate() {
+        if flows.is_empty() {
+            continue;
+        }
+        let stop = flow_stop.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("load-quic-{w}"))
+                .spawn(move || run_pool(flows, &stop))?,
         );
     }
 
@@ -318,6 +352,72 @@ pub fn run(
     })
 }
 
+/// A QUIC flow handed to a worker thread.
+struct PoolFlow {
+    app: BulkClient,
+    bind: SocketAddr,
+    crypto: Arc<QuicClientConfig>,
+    start_at: Instant,
+    out: Arc<Mutex<Outcome>>,
+}
+
+/// A worker thread: its share of the QUIC flows, each on its own socket, in
+/// one [`Pool`] until every flow is done or `stop` is set.
+fn run_pool(flows: Vec<PoolFlow>, stop: &AtomicBool) {
+    let fail_all = |flows: Vec<PoolFlow>, why: &str| {
+        for f in flows {
+            lock(&f.out).error = Some(why.to_string());
+        }
+    };
+    let mut pool: Pool<BulkClient> = match Pool::new() {
+        Ok(p) => p,
+        Err(e) => return fail_all(flows, &format!("event loop: {e}")),
+    };
+    let mut outs = Vec::new();
+    for f in flows {
+        let added = UdpIo::bind(f.bind).and_then(|socket| {
+            let crypto = f.crypto;
+            pool.add(
+                socket,
+                EndpointOptions::default(),
+                |ep| ep.set_client(crypto),
+                f.app,
+                f.start_at,
+            )
+        });
+        match added {
+            Ok(_) => outs.push(f.out),
+            Err(e) => lock(&f.out).error = Some(format!("bind {}: {e}", f.bind)),
+        }
+    }
+    let ran = pool.run(stop);
+    let now = Instant::now();
+    let started: Vec<Option<Instant>> = (0..pool.len()).map(|i| pool.started_at(i)).collect();
+    for ((out, app), started) in outs.into_iter().zip(pool.into_apps()).zip(started) {
+        let connected = app.connected_at();
+        let r = app.result;
+        let mut o = lock(&out);
+        o.started = started;
+        o.bytes = r.bytes;
+        o.complete = r.complete;
+        o.finished_at = Some(match (r.complete, connected) {
+            (true, Some(c)) => c + r.elapsed,
+            _ => now,
+        });
+        o.error = r.error.clone();
+        if let (None, Err(e)) = (&o.error, &ran) {
+            if !r.complete {
+                o.error = Some(format!("event loop: {e}"));
+            }
+        }
+        o.report = r.report.map(|b| *b);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// One flow, ready to run on its own thread.
 struct FlowJob {
     spec: FlowSpec,
@@ -373,7 +473,7 @@ impl FlowJob {
         };
         let request = self.request(started);
         match &self.kind {
-            FlowKind::Quic(spec) => self.run_quic(spec, request, stop, progress, &mut result),
+            FlowKind::Quic(_) => unreachable!("QUIC flows run in a worker's pool"),
             FlowKind::Tcp(name) => {
                 let flow = tcp::TcpFlow {
                     server: self.options.server,
@@ -399,22 +499,8 @@ impl FlowJob {
         *out.lock().unwrap_or_else(|e| e.into_inner()) = result;
     }
 
-    fn run_quic(
-        &self,
-        spec: &str,
-        request: Request,
-        stop: &AtomicBool,
-        progress: &AtomicU64,
-        out: &mut Outcome,
-    ) {
-        let mut driver = match Driver::bind(self.bind, EndpointOptions::default()) {
-            Ok(d) => d,
-            Err(e) => {
-                out.error = Some(format!("bind {}: {e}", self.bind));
-                return;
-            }
-        };
-        driver.endpoint().set_client(self.options.crypto.clone());
+    /// The QUIC client for this flow (run by a worker's [`Pool`]).
+    fn quic_app(&self, spec: &str, request: Request) -> BulkClient {
         let base = ConnectionOptions::default();
         let sender_side = ConnectionOptions {
             cca: if self.spec.reverse {
@@ -446,29 +532,7 @@ impl FlowJob {
         if let Some(bps) = self.rate_cap_bps {
             app = app.with_rate_cap(bps);
         }
-        let live = app.progress();
-        // Mirror the client's progress into the sampler's counter.
-        let driver_stop = Arc::new(AtomicBool::new(false));
-        let handle = tollgate_transport::driver::spawn(driver, app, driver_stop.clone());
-        while !handle.is_finished() {
-            progress.store(live.load(Ordering::Relaxed), Ordering::Relaxed);
-            if stop.load(Ordering::Relaxed) {
-                driver_stop.store(true, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        progress.store(live.load(Ordering::Relaxed), Ordering::Relaxed);
-        match handle.join() {
-            Ok(Ok((_, app))) => {
-                let r = app.result;
-                out.bytes = r.bytes;
-                out.complete = r.complete;
-                out.error = r.error.clone();
-                out.report = r.report.map(|b| *b);
-            }
-            Ok(Err(e)) => out.error = Some(format!("driver: {e}")),
-            Err(_) => out.error = Some("flow thread panicked".into()),
-        }
+        app
     }
 
     #[cfg(feature = "quiche")]
