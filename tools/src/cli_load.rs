@@ -274,7 +274,9 @@ fn quick_scenario(args: &LoadArgs, text: &str) -> anyhow::Result<scenario::Scena
         .enumerate()
         .map(|(i, g)| {
             let mut t = toml::Table::new();
-            t.insert("name".into(), format!("g{i}-{}", g.cca).into());
+            // Short: the table shows the full spec in its cca column.
+            let base = g.cca.split('(').next().unwrap_or(&g.cca);
+            t.insert("name".into(), format!("g{i}-{base}").into());
             t.insert("count".into(), i64::from(g.count).into());
             t.insert("cca".into(), g.cca.clone().into());
             t.insert("rtt".into(), "1ms".into());

@@ -766,17 +766,12 @@ pub fn table(r: &Results) -> String {
     );
     for f in &r.flows {
         let drops: u64 = f.drops.iter().map(|(_, n)| n).sum::<u64>() + f.access_drops;
-        let mut cca = f.cca.clone();
-        if cca.len() > 28 {
-            cca.truncate(27);
-            cca.push('~');
-        }
         let _ = writeln!(
             o,
             "{:>4}  {:<10} {:<28} {:>7.1} {:>7.2} {:>10} {:>7} {:>7}",
             f.id,
-            f.group,
-            cca,
+            clip(&f.group, 10),
+            clip(&f.cca, 28),
             f.rtt_ms,
             f.start_s,
             measured(format!("{:.2}", f.goodput_mbps)),
@@ -853,4 +848,14 @@ pub fn table(r: &Results) -> String {
             .map_or_else(|| "not reached".to_string(), |t| format!("{t:.2} s"))
     );
     o
+}
+
+/// `text` cut to `width` characters for a table column, `~` marking a cut.
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(width - 1).collect();
+    out.push('~');
+    out
 }
