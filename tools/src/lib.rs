@@ -15,14 +15,18 @@
 //! | [`serve`] | `tollgate serve`: QUIC workers (SO_REUSEPORT) and a TCP acceptor speaking the bulk protocol, live Prometheus metrics |
 //! | [`load`] | `tollgate load`: a scenario's flows as real QUIC, kernel TCP and quiche connections; the environment of a real run |
 //! | [`stats`] | mean and 95 % Student-t confidence interval over seeds |
+//! | [`compare`] | `tollgate compare`: results side by side, differences, flow order |
 //!
 //! The binary's command-line glue is not part of the library: `src/main.rs`
 //! (argument parsing), `src/cli_sim.rs` (`tollgate sim` and `tollgate
 //! report`: options, Ctrl-C handling, exit codes), `src/cli_campaign.rs`
-//! (`tollgate campaign plan|run|merge|slurm`: the local process pool) and
-//! `src/cli_cca.rs` (`tollgate cca list|trace`).
+//! (`tollgate campaign plan|run|merge|slurm`: the local process pool),
+//! `src/cli_cca.rs` (`tollgate cca list|trace`), `src/cli_load.rs`
+//! (`tollgate serve` and `tollgate load`) and `src/cli_compare.rs`
+//! (`tollgate compare`).
 
 pub mod campaign;
+pub mod compare;
 pub mod experiment;
 pub mod load;
 pub mod metrics;

@@ -8,7 +8,8 @@
 //! `experiment` module; `tollgate campaign plan|run|merge|slurm` (seeds x
 //! sweep points as numbered runs, a local process pool, Slurm job arrays), in
 //! `cli_campaign.rs`. `tollgate serve` and `tollgate
-//! load` (the load generator for real networks), in `cli_load.rs`. The
+//! load` (the load generator for real networks), in `cli_load.rs`; `tollgate
+//! compare` (results side by side), in `cli_compare.rs`. The
 //! testbed runner joins here as its issue lands.
 
 use std::process::ExitCode;
@@ -17,6 +18,7 @@ use clap::{Parser, Subcommand};
 
 mod cli_campaign;
 mod cli_cca;
+mod cli_compare;
 mod cli_load;
 mod cli_sim;
 
@@ -41,6 +43,8 @@ enum Command {
     Sim(cli_sim::SimArgs),
     /// Re-render a results.json (table and plots) without re-running.
     Report(cli_sim::ReportArgs),
+    /// Results side by side (e.g. sim vs load of one scenario): metrics, differences, flow order, plots.
+    Compare(cli_compare::CompareArgs),
     /// Serve bulk transfers to `tollgate load` (QUIC and kernel TCP, client-chosen CCAs).
     Serve(cli_load::ServeArgs),
     /// Run a scenario's flows (or --flows) over a real network against `tollgate serve`.
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Command::Cca(command) => cli_cca::run(command).map(|()| ExitCode::SUCCESS),
         Command::Sim(args) => cli_sim::sim(args),
         Command::Report(args) => cli_sim::report(args).map(|()| ExitCode::SUCCESS),
+        Command::Compare(args) => cli_compare::compare(args).map(|()| ExitCode::SUCCESS),
         Command::Campaign(command) => cli_campaign::run(command),
         Command::Serve(args) => cli_load::serve(args),
         Command::Load(args) => cli_load::load(args),

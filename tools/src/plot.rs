@@ -3,7 +3,8 @@
 //! fairness ratio over time), `queue` (queue length and queueing delay at the
 //! bottleneck ports) and, for sweeps, `sweep` (JFI and utilization across
 //! the swept values); for campaigns, `campaign-<metric>` (the mean of a
-//! metric over seeds against the swept value, with 95 % error bars).
+//! metric over seeds against the swept value, with 95 % error bars); for
+//! `tollgate compare`, `compare-throughput` and `compare-jain` (runs overlaid).
 //!
 //! Text needs a TrueType font: DejaVu Sans from Debian's `fonts-dejavu-core`
 //! (`/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf`), or any `.ttf` named
@@ -177,23 +178,7 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
         title.push_str(&format!(" (partial, to {:.1} s)", r.reached_s));
     }
     // Throughput per flow.
-    let lines: Vec<(String, Vec<(f64, f64)>)> = r
-        .flows
-        .iter()
-        .zip(&r.series.flow_goodput_mbps)
-        .map(|(f, g)| {
-            (
-                format!("{} {} {:.0} ms", f.id, f.cca, f.rtt_ms),
-                t.iter().copied().zip(g.iter().copied()).collect(),
-            )
-        })
-        .collect();
-    let lines = if lines.len() > 12 {
-        // Many flows: plot each group's mean instead of every flow.
-        group_means(r)
-    } else {
-        lines
-    };
+    let lines = flow_lines(r, 12);
     let ymax = max_of(&lines).max(1.0) * 1.1;
     let chart = Chart {
         title: format!("{title}: goodput per flow ({})", r.summary.discipline),
@@ -207,11 +192,7 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
     both(dir, "throughput", &|d| d(chart.clone_chart()))?;
 
     // Jain's index over time.
-    let jain: Vec<(f64, f64)> = t
-        .iter()
-        .zip(&r.series.jain)
-        .filter_map(|(t, j)| j.map(|j| (*t, j)))
-        .collect();
+    let jain = jain_line(r);
     let jchart = Chart {
         title: format!(
             "{title}: Jain's index over time (window {} s)",
@@ -267,6 +248,78 @@ fn window_of(r: &Results) -> String {
         .and_then(|m| m.get("fairness_window_s"))
         .and_then(|v| v.as_f64())
         .map_or("?".into(), |w| format!("{w}"))
+}
+
+/// Goodput over time per flow, or per group (the group's mean) when there
+/// are more than `max` flows.
+fn flow_lines(r: &Results, max: usize) -> Vec<(String, Vec<(f64, f64)>)> {
+    if r.flows.len() > max {
+        return group_means(r);
+    }
+    let t = &r.series.t_s;
+    r.flows
+        .iter()
+        .zip(&r.series.flow_goodput_mbps)
+        .map(|(f, g)| {
+            (
+                format!("{} {} {:.0} ms", f.id, f.cca, f.rtt_ms),
+                t.iter().copied().zip(g.iter().copied()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// Jain's index over time, where defined.
+fn jain_line(r: &Results) -> Vec<(f64, f64)> {
+    r.series
+        .t_s
+        .iter()
+        .zip(&r.series.jain)
+        .filter_map(|(t, j)| j.map(|j| (*t, j)))
+        .collect()
+}
+
+/// `compare-throughput` (every run's flows, or group means past 6 flows per
+/// run) and `compare-jain` (every run's Jain's index) into `dir`, for
+/// `tollgate compare`.
+pub fn render_compare(dir: &Path, labels: &[String], runs: &[Results]) -> anyhow::Result<()> {
+    if !font_ready() {
+        eprintln!("warning: no TrueType font found (install fonts-dejavu-core or set TOLLGATE_FONT); plots skipped");
+        return Ok(());
+    }
+    let tmax = runs
+        .iter()
+        .filter_map(|r| r.series.t_s.last().copied())
+        .fold(1e-3, f64::max);
+    let mut lines = Vec::new();
+    let mut jain = Vec::new();
+    for (label, r) in labels.iter().zip(runs) {
+        for (name, pts) in flow_lines(r, 6) {
+            lines.push((format!("{label}: {name}"), pts));
+        }
+        jain.push((label.clone(), jain_line(r)));
+    }
+    let name = &runs[0].scenario;
+    let chart = Chart {
+        title: format!("{name}: goodput per flow, {}", labels.join(" vs ")),
+        x_label: "time (s)".into(),
+        y_label: "goodput (Mbit/s)".into(),
+        x: 0.0..tmax,
+        y: 0.0..max_of(&lines).max(1.0) * 1.1,
+        lines,
+        bars: Vec::new(),
+    };
+    both(dir, "compare-throughput", &|d| d(chart.clone_chart()))?;
+    let jchart = Chart {
+        title: format!("{name}: Jain's index over time, {}", labels.join(" vs ")),
+        x_label: "time (s)".into(),
+        y_label: "Jain's fairness index".into(),
+        x: 0.0..tmax,
+        y: 0.0..1.05,
+        lines: jain,
+        bars: Vec::new(),
+    };
+    both(dir, "compare-jain", &|d| d(jchart.clone_chart()))
 }
 
 fn group_means(r: &Results) -> Vec<(String, Vec<(f64, f64)>)> {

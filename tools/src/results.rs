@@ -851,7 +851,7 @@ pub fn table(r: &Results) -> String {
 }
 
 /// `text` cut to `width` characters for a table column, `~` marking a cut.
-fn clip(text: &str, width: usize) -> String {
+pub(crate) fn clip(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }
