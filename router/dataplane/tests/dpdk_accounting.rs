@@ -435,8 +435,8 @@ fn stalled_ms(stdout: &str, port: &str) -> f64 {
     let prefix = format!("egress {port} ");
     stdout
         .lines()
-        .filter(|l| l.starts_with(&prefix))
-        .last()
+        .rev()
+        .find(|l| l.starts_with(&prefix))
         .and_then(|l| {
             l.split_whitespace()
                 .find_map(|w| w.strip_prefix("stalled_ms="))
