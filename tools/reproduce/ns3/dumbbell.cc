@@ -1,0 +1,326 @@
+// Independent cross-check of Tollgate's 2-flow drop-tail dumbbell in ns-3 3.37.
+// 2 TCP NewReno flows (RTT 10 ms and 100 ms), sender access links 1 Gbit/s
+// carrying the flow's delay (rtt/2 - 2 ms), bottleneck 100 Mbit/s 2 ms with a
+// drop-tail device queue of BUF packets (no queue disc), receivers on 1 Gbit/s
+// zero-delay links. Prints per-flow drops at the bottleneck and goodput after
+// --from seconds. Arguments: --buf=PKTS --duration=S --from=S --delack=1|2
+// --recovery=prr|classic --pacing=0|1 --run=N --rttShort=MS --rttLong=MS
+// --jitterUs=J (random extra delay in [0, J] µs per packet on the access links,
+// FIFO per direction, seeded by --run; 0 = exact timing).
+// NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
+//
+// Drops: with no queue disc on the bottleneck device and the device queue
+// full, ns-3 3.37 drops in the traffic-control layer ("TcDrop"), not in the
+// device queue, so both traces are counted.
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <cstdio>
+
+using namespace ns3;
+
+static double g_from = 60;
+
+// A point-to-point channel whose deliveries get an extra random delay uniform
+// in [0, jitter], FIFO per direction (Tollgate's host jitter, placed on the
+// access links; ns-3 has no per-packet timing noise of its own).
+class JitterChannel : public PointToPointChannel
+{
+  public:
+    int64_t jitterNs = 0;
+    Ptr<UniformRandomVariable> u = CreateObject<UniformRandomVariable>();
+    Time last[2];
+
+    bool TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Time txTime) override
+    {
+        uint32_t wire = src == GetPointToPointDevice(0) ? 0 : 1;
+        Ptr<PointToPointNetDevice> dst = GetPointToPointDevice(1 - wire);
+        Time now = Simulator::Now();
+        Time at = now + txTime + GetDelay() + NanoSeconds(u->GetInteger(0, jitterNs));
+        if (at < last[wire])
+            at = last[wire];
+        last[wire] = at;
+        Simulator::ScheduleWithContext(dst->GetNode()->GetId(), at - now,
+                                       &PointToPointNetDevice::Receive, dst, p->Copy());
+        return true;
+    }
+};
+
+// An access link: plain point-to-point, or with jitter.
+static NetDeviceContainer
+AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
+{
+    if (jitterNs == 0)
+    {
+        PointToPointHelper acc;
+        acc.SetDeviceAttribute("DataRate", StringValue("1Gbps"));
+        acc.SetChannelAttribute("Delay", TimeValue(delay));
+        return acc.Install(a, b);
+    }
+    Ptr<JitterChannel> ch = CreateObject<JitterChannel>();
+    ch->SetAttribute("Delay", TimeValue(delay));
+    ch->jitterNs = jitterNs;
+    NetDeviceContainer c;
+    for (Ptr<Node> n : {a, b})
+    {
+        Ptr<PointToPointNetDevice> dev = CreateObject<PointToPointNetDevice>();
+        dev->SetAddress(Mac48Address::Allocate());
+        dev->SetDataRate(DataRate("1Gbps"));
+        n->AddDevice(dev);
+        Ptr<DropTailQueue<Packet>> q = CreateObject<DropTailQueue<Packet>>();
+        q->SetMaxSize(QueueSize("100000p"));
+        dev->SetQueue(q);
+        dev->Attach(ch);
+        c.Add(dev);
+    }
+    return c;
+}
+static uint64_t g_drops[2];
+static uint64_t g_arrivals[2];
+static uint64_t g_rx[2];
+static Ipv4Address g_src[2];
+
+static Ptr<Queue<Packet>> g_q;
+static void
+Sample()
+{
+    fprintf(stderr, "t=%.0f qlen=%u\n", Simulator::Now().GetSeconds(), g_q->GetNPackets());
+    Simulator::Schedule(Seconds(1), &Sample);
+}
+
+static void
+AnyDrop(std::string ctx, Ptr<const Packet> p)
+{
+    static int n = 0;
+    if (n++ < 5)
+        fprintf(stderr, "drop at %s t=%.3f\n", ctx.c_str(), Simulator::Now().GetSeconds());
+}
+
+static void
+AnyDrop2(std::string ctx, const Ipv4Header&, Ptr<const Packet> p, Ipv4L3Protocol::DropReason r, Ptr<Ipv4>, uint32_t)
+{
+    static int n = 0;
+    if (n++ < 5)
+        fprintf(stderr, "ip drop at %s t=%.3f reason %d\n", ctx.c_str(), Simulator::Now().GetSeconds(), (int)r);
+}
+
+static void
+CwndChange(uint32_t o, uint32_t n)
+{
+    if (n < o)
+        fprintf(stderr, "t=%.4f cwnd %u -> %u\n", Simulator::Now().GetSeconds(), o, n);
+}
+static void
+Hook()
+{
+    Config::ConnectWithoutContext("/NodeList/0/$ns3::TcpL4Protocol/SocketList/0/CongestionWindow", MakeCallback(&CwndChange));
+}
+
+static int
+FlowOf(Ptr<const Packet> p)
+{
+    Ptr<Packet> c = p->Copy();
+    PppHeader ppp;
+    c->RemoveHeader(ppp);
+    Ipv4Header ip;
+    c->PeekHeader(ip);
+    for (int i = 0; i < 2; i++)
+    {
+        if (ip.GetSource() == g_src[i])
+        {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void
+OnDrop(Ptr<const Packet> p)
+{
+    if (Simulator::Now().GetSeconds() < g_from)
+        return;
+    int f = FlowOf(p);
+    if (f >= 0)
+        g_drops[f]++;
+}
+
+static uint32_t g_maxq = 0;
+static void
+OnTcDrop(Ptr<const Packet> p)
+{
+    if (Simulator::Now().GetSeconds() < g_from)
+        return;
+    Ipv4Header ip;
+    p->PeekHeader(ip);
+    for (int i = 0; i < 2; i++)
+        if (ip.GetSource() == g_src[i])
+            g_drops[i]++;
+}
+
+static void
+OnEnqueue(Ptr<const Packet> p)
+{
+    if (g_q && g_q->GetNPackets() > g_maxq)
+    {
+        g_maxq = g_q->GetNPackets();
+        if (getenv("NS3DBG") && g_maxq > 160)
+            fprintf(stderr, "maxq %u at %.4f\n", g_maxq, Simulator::Now().GetSeconds());
+    }
+    if (Simulator::Now().GetSeconds() < g_from)
+        return;
+    int f = FlowOf(p);
+    if (f >= 0)
+        g_arrivals[f]++;
+}
+
+static void
+OnRx(int f, Ptr<const Packet> p, const Address&)
+{
+    if (Simulator::Now().GetSeconds() >= g_from)
+        g_rx[f] += p->GetSize();
+}
+
+int
+main(int argc, char* argv[])
+{
+    uint32_t buf = 167;
+    double duration = 300;
+    uint32_t delack = 1;
+    std::string recovery = "prr";
+    bool pacing = false;
+    uint32_t run = 1;
+    double rttShort = 10, rttLong = 100;
+    double jitterUs = 0;
+    // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
+    for (int i = 1; i < argc; i++)
+    {
+        std::string a = argv[i];
+        size_t eq = a.find('=');
+        if (a.rfind("--", 0) != 0 || eq == std::string::npos)
+        {
+            fprintf(stderr, "bad argument %s\n", argv[i]);
+            return 2;
+        }
+        std::string k = a.substr(2, eq - 2), v = a.substr(eq + 1);
+        if (k == "buf") buf = std::stoul(v);
+        else if (k == "duration") duration = std::stod(v);
+        else if (k == "from") g_from = std::stod(v);
+        else if (k == "delack") delack = std::stoul(v);
+        else if (k == "recovery") recovery = v;
+        else if (k == "pacing") pacing = v == "1" || v == "true";
+        else if (k == "run") run = std::stoul(v);
+        else if (k == "rttShort") rttShort = std::stod(v);
+        else if (k == "rttLong") rttLong = std::stod(v);
+        else if (k == "jitterUs") jitterUs = std::stod(v);
+        else { fprintf(stderr, "unknown %s\n", k.c_str()); return 2; }
+    }
+
+    RngSeedManager::SetRun(run);
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::TcpNewReno"));
+    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
+                       TypeIdValue(recovery == "prr" ? TcpPrrRecovery::GetTypeId()
+                                                     : TcpClassicRecovery::GetTypeId()));
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(32 << 20));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(32 << 20));
+    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delack));
+    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+    Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(pacing));
+
+    NodeContainer snd, rcv, rt;
+    snd.Create(2);
+    rcv.Create(2);
+    rt.Create(2);
+    InternetStackHelper stack;
+    stack.InstallAll();
+
+    PointToPointHelper bott;
+    bott.SetDeviceAttribute("DataRate", StringValue("100Mbps"));
+    bott.SetChannelAttribute("Delay", StringValue("2ms"));
+    bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(std::to_string(buf) + "p"));
+    NetDeviceContainer bd = bott.Install(rt.Get(0), rt.Get(1));
+
+    Ipv4AddressHelper addr;
+    addr.SetBase("10.9.0.0", "255.255.255.0");
+    addr.Assign(bd);
+    TrafficControlHelper tch;
+    tch.Uninstall(bd.Get(0));
+
+    double rtts[2] = {rttShort, rttLong};
+    for (int i = 0; i < 2; i++)
+    {
+        int64_t jit = int64_t(jitterUs * 1e3 + 0.5);
+        NetDeviceContainer a = AccessLink(snd.Get(i), rt.Get(0),
+                                          NanoSeconds(int64_t((rtts[i] / 2 - 2) * 1e6 + 0.5)), jit);
+        addr.SetBase(("10.1." + std::to_string(i) + ".0").c_str(), "255.255.255.0");
+        Ipv4InterfaceContainer ia = addr.Assign(a);
+        g_src[i] = ia.GetAddress(0);
+        NetDeviceContainer r = AccessLink(rt.Get(1), rcv.Get(i), Seconds(0), jit);
+        addr.SetBase(("10.2." + std::to_string(i) + ".0").c_str(), "255.255.255.0");
+        Ipv4InterfaceContainer ir = addr.Assign(r);
+
+        uint16_t port = 5000 + i;
+        BulkSendHelper src("ns3::TcpSocketFactory", InetSocketAddress(ir.GetAddress(1), port));
+        src.SetAttribute("MaxBytes", UintegerValue(0));
+        ApplicationContainer sa = src.Install(snd.Get(i));
+        sa.Start(Seconds(0));
+        PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
+        ApplicationContainer ka = sink.Install(rcv.Get(i));
+        ka.Start(Seconds(0));
+        ka.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnRx, i));
+    }
+    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+
+    Ptr<Queue<Packet>> q = DynamicCast<PointToPointNetDevice>(bd.Get(0))->GetQueue();
+    q->TraceConnectWithoutContext("Drop", MakeCallback(&OnDrop));
+    q->TraceConnectWithoutContext("Enqueue", MakeCallback(&OnEnqueue));
+
+    g_q = q;
+    rt.Get(0)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", MakeCallback(&OnTcDrop));
+    if (getenv("NS3DBG"))
+    {
+        Config::Connect("/NodeList/*/DeviceList/*/$ns3::PointToPointNetDevice/TxQueue/Drop", MakeCallback(&AnyDrop));
+        Config::Connect("/NodeList/*/DeviceList/*/$ns3::PointToPointNetDevice/PhyRxDrop", MakeCallback(&AnyDrop));
+        Config::Connect("/NodeList/*/DeviceList/*/$ns3::PointToPointNetDevice/MacTxDrop", MakeCallback(&AnyDrop));
+        Config::Connect("/NodeList/*/$ns3::Ipv4L3Protocol/Drop", MakeCallback(&AnyDrop2));
+    }
+    if (getenv("NS3DBG"))
+    {
+        Simulator::Schedule(Seconds(1), &Sample);
+        Simulator::Schedule(Seconds(0.001), &Hook);
+    }
+    Simulator::Stop(Seconds(duration));
+    Simulator::Run();
+    double span = duration - g_from;
+    double g0 = g_rx[0] * 8 / span / 1e6, g1 = g_rx[1] * 8 / span / 1e6;
+    uint64_t a0 = g_arrivals[0] + g_drops[0], a1 = g_arrivals[1] + g_drops[1];
+    printf("| ns-3 %s delack=%u pacing=%d jitter=%gus | %u | %u | %lu/%lu | %.3f/%.3f | %.1f/%.1f | %.2f |\n",
+           recovery.c_str(), delack, pacing, jitterUs, buf, run, g_drops[0], g_drops[1],
+           a0 ? g_drops[0] * 1e3 / a0 : 0.0, a1 ? g_drops[1] * 1e3 / a1 : 0.0, g0, g1,
+           g1 > 0 ? g0 / g1 : 0.0);
+    if (getenv("NS3DBG"))
+    {
+        Ptr<TrafficControlLayer> tc = rt.Get(0)->GetObject<TrafficControlLayer>();
+        fprintf(stderr, "queue: rx %u drops %u max %s; root qdisc %p\n", q->GetTotalReceivedPackets(),
+                q->GetTotalDroppedPackets(), q->GetMaxSize().GetValue() ? std::to_string(q->GetMaxSize().GetValue()).c_str() : "?",
+                (void*)PeekPointer(tc->GetRootQueueDiscOnDevice(bd.Get(0))));
+    }
+    if (getenv("NS3DBG"))
+        for (uint32_t n = 0; n < NodeList::GetNNodes(); n++)
+        {
+            Ptr<Node> node = NodeList::GetNode(n);
+            Ptr<TrafficControlLayer> tc = node->GetObject<TrafficControlLayer>();
+            for (uint32_t d = 0; d < node->GetNDevices(); d++)
+            {
+                Ptr<QueueDisc> qd = tc ? tc->GetRootQueueDiscOnDevice(node->GetDevice(d)) : nullptr;
+                if (qd && qd->GetStats().nTotalDroppedPackets)
+                    fprintf(stderr, "node %u dev %u qdisc drops %u\n", n, d, qd->GetStats().nTotalDroppedPackets);
+            }
+        }
+    Simulator::Destroy();
+    return 0;
+}
