@@ -152,6 +152,10 @@ pub struct FlowResult {
     /// Real runs: how late the flow started against its schedule, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_late_ms: Option<f64>,
+    /// `tollgate testbed`: the RTT the router emulated for the flow (the
+    /// scenario's `rtt`), ms; `rtt_ms` is then the measured minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated_rtt_ms: Option<f64>,
 }
 
 /// Aggregate of a set of flows (a variant or a group).
@@ -393,6 +397,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
             window_limited: report.map(|r| r.window_limited()),
             stack: None,
             start_late_ms: None,
+            emulated_rtt_ms: None,
         });
     }
 

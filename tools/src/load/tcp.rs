@@ -152,6 +152,8 @@ pub struct TcpFlow {
     pub rate_cap_bps: Option<f64>,
     /// Connect timeout.
     pub connect_timeout: Duration,
+    /// Local address to bind before connecting (`None`: the kernel's choice).
+    pub bind: Option<SocketAddr>,
 }
 
 /// What a TCP flow did.
@@ -203,6 +205,14 @@ fn transfer(
     set_tos(fd, addr.is_ipv6(), flow.tos).map_err(|e| format!("IP_TOS: {e}"))?;
     if flow.request.mode == Mode::Upload {
         set_congestion(fd, &flow.cca)?;
+    }
+    if let Some(local) = flow.bind {
+        socket
+            .set_reuse_address(true)
+            .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
+        socket
+            .bind(&local.into())
+            .map_err(|e| format!("bind {local} (TCP): {e}"))?;
     }
     socket
         .connect_timeout(&addr.into(), flow.connect_timeout)
