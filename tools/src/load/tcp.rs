@@ -341,8 +341,10 @@ fn upload(
     let give_up = Instant::now() + Duration::from_secs(10);
     loop {
         sampler.maybe(out);
+        // The server's counts may lag the kernel's bytes_acked stored
+        // above (replies queued during the transfer): never go backwards.
         if let Some(n) = reply.latest {
-            progress.store(n, Ordering::Relaxed);
+            progress.fetch_max(n, Ordering::Relaxed);
         }
         match stream.read(&mut buf) {
             Ok(0) => break,
@@ -358,7 +360,7 @@ fn upload(
     let acked = reply
         .finish()
         .ok_or_else(|| "malformed or missing reply from the server".to_string())?;
-    progress.store(acked, Ordering::Relaxed);
+    progress.fetch_max(acked, Ordering::Relaxed);
     out.bytes = acked;
     out.mismatches = acked.abs_diff(sent);
     out.complete = out.mismatches == 0 && flow.request.size.is_none_or(|s| s == acked);
