@@ -8,10 +8,20 @@
 //! 2. otherwise the DSCP codepoint, if DSCP classification is enabled;
 //! 3. otherwise [`VariantId::UNMARKED`], the class of unclassified traffic.
 //!
+//! A rule may also give matching packets a propagation delay of their own
+//! (a *rule delay*, independent of the variant): the first matching rule
+//! that sets a delay decides it, the first matching rule that sets a variant
+//! decides the variant. Rule delays are numbered by distinct value
+//! ([`Classifier::rule_delays`]); a packet carries the number as its
+//! `delay_class` (0: none), and the port's [`crate::delay::DelayLine`] has a
+//! class per number. This is how a testbed gives two flows of one variant
+//! different emulated RTTs.
+//!
 //! Rules are given at construction (operator configuration, not fed by the
 //! network), so the table is bounded by the configuration.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use tollgate_cca::VariantId;
 
@@ -76,8 +86,12 @@ pub struct Rule {
     pub dst_ports: Option<(u16, u16)>,
     /// IP protocol.
     pub proto: Option<u8>,
-    /// The variant assigned to matching packets.
-    pub variant: VariantId,
+    /// The variant assigned to matching packets; `None`: the rule leaves
+    /// the variant to a later rule or the DSCP.
+    pub variant: Option<VariantId>,
+    /// The propagation delay of matching packets on every egress, instead of
+    /// the port's (or the variant's) delay; `None`: no delay of its own.
+    pub delay: Option<Duration>,
 }
 
 impl Rule {
@@ -89,7 +103,17 @@ impl Rule {
             src_ports: None,
             dst_ports: None,
             proto: None,
-            variant,
+            variant: Some(variant),
+            delay: None,
+        }
+    }
+
+    /// A rule matching everything that only sets a delay; narrow it with the fields.
+    pub fn delay(delay: Duration) -> Rule {
+        Rule {
+            variant: None,
+            delay: Some(delay),
+            ..Rule::any(VariantId::UNMARKED)
         }
     }
 
@@ -104,18 +128,76 @@ impl Rule {
     }
 }
 
-/// Assigns a [`VariantId`] to each packet.
+/// At most this many distinct rule delays (delay classes 1..=31: a compact
+/// packet handle keeps the class in 5 spare bits).
+pub const MAX_RULE_DELAYS: usize = 31;
+
+/// Assigns a [`VariantId`] and a rule delay class to each packet.
 #[derive(Clone, Debug, Default)]
 pub struct Classifier {
     rules: Vec<Rule>,
+    /// Delay class (1-based index into `delays`) of each rule; 0: no delay.
+    delay_class: Vec<u8>,
+    /// The distinct rule delays, in order of first appearance.
+    delays: Vec<Duration>,
     /// Use the DSCP codepoint when no rule matches.
     pub use_dscp: bool,
 }
 
 impl Classifier {
-    /// A classifier with `rules` (first match wins), falling back to DSCP if `use_dscp`.
+    /// A classifier with `rules` (first match wins), falling back to DSCP if
+    /// `use_dscp`. Rule delays beyond [`MAX_RULE_DELAYS`] distinct values are
+    /// ignored (check with [`Classifier::check_rules`] first).
     pub fn new(rules: Vec<Rule>, use_dscp: bool) -> Self {
-        Classifier { rules, use_dscp }
+        let mut delays: Vec<Duration> = Vec::new();
+        let delay_class = rules
+            .iter()
+            .map(|r| match r.delay {
+                None => 0,
+                Some(d) => match delays.iter().position(|&x| x == d) {
+                    Some(i) => i as u8 + 1,
+                    None if delays.len() < MAX_RULE_DELAYS => {
+                        delays.push(d);
+                        delays.len() as u8
+                    }
+                    None => 0,
+                },
+            })
+            .collect();
+        Classifier {
+            rules,
+            delay_class,
+            delays,
+            use_dscp,
+        }
+    }
+
+    /// Checks a rule set: at most [`MAX_RULE_DELAYS`] distinct delays, and
+    /// every rule sets a variant or a delay.
+    pub fn check_rules(rules: &[Rule]) -> Result<(), String> {
+        let mut delays: Vec<Duration> = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            if r.variant.is_none() && r.delay.is_none() {
+                return Err(format!("[{i}]: a rule sets `variant`, `delay` or both"));
+            }
+            if let Some(d) = r.delay {
+                if !delays.contains(&d) {
+                    delays.push(d);
+                }
+            }
+        }
+        if delays.len() > MAX_RULE_DELAYS {
+            return Err(format!(
+                "{} distinct rule delays, at most {MAX_RULE_DELAYS} (rules with equal delays share a class)",
+                delays.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The distinct rule delays: delay class `k` (1-based) is `rule_delays()[k - 1]`.
+    pub fn rule_delays(&self) -> &[Duration] {
+        &self.delays
     }
 
     /// DSCP-only classification.
@@ -126,10 +208,34 @@ impl Classifier {
     /// The variant of a parsed packet.
     #[inline]
     pub fn classify(&self, info: &PacketInfo) -> VariantId {
-        if let Some(rule) = self.rules.iter().find(|r| r.matches(&info.flow)) {
-            return rule.variant;
+        self.classify_with_delay(info).0
+    }
+
+    /// The variant and the rule delay class (0: none) of a parsed packet.
+    #[inline]
+    pub fn classify_with_delay(&self, info: &PacketInfo) -> (VariantId, u8) {
+        let mut variant = None;
+        let mut delay_class = 0;
+        for (r, &dc) in self.rules.iter().zip(&self.delay_class) {
+            if (variant.is_some() || r.variant.is_none()) && (delay_class != 0 || dc == 0) {
+                continue; // nothing this rule could still decide
+            }
+            if r.matches(&info.flow) {
+                if variant.is_none() {
+                    variant = r.variant;
+                }
+                if delay_class == 0 {
+                    delay_class = dc;
+                }
+                if variant.is_some() && (delay_class != 0 || self.delays.is_empty()) {
+                    break;
+                }
+            }
         }
-        self.by_dscp(info.dscp)
+        (
+            variant.unwrap_or_else(|| self.by_dscp(info.dscp)),
+            delay_class,
+        )
     }
 
     /// Whether any rule is configured (without rules the variant depends on
@@ -199,5 +305,83 @@ mod tests {
                 .octets()
         ));
         assert!(!v6.contains(&key.src));
+    }
+
+    #[test]
+    fn rule_delays_are_independent_of_the_variant_and_numbered_by_value() {
+        let flow = |src_port| {
+            FlowKey::new(
+                "10.0.0.1".parse().unwrap(),
+                "10.0.0.2".parse().unwrap(),
+                17,
+                src_port,
+                443,
+            )
+        };
+        let pkt = |src_port, dscp: u8| {
+            parse_ethernet(&build::udp4(&flow(src_port), dscp << 2, 10)).unwrap()
+        };
+        let ms = Duration::from_millis;
+        let rules = vec![
+            Rule {
+                src_ports: Some((1000, 1000)),
+                ..Rule::delay(ms(10))
+            },
+            Rule {
+                src_ports: Some((2000, 2000)),
+                ..Rule::delay(ms(100))
+            },
+            Rule {
+                src_ports: Some((3000, 3000)),
+                ..Rule::delay(ms(10))
+            },
+            // A variant rule after the delay rules still decides the variant.
+            Rule {
+                dst_ports: Some((443, 443)),
+                ..Rule::any(VariantId::LIBRA)
+            },
+        ];
+        Classifier::check_rules(&rules).unwrap();
+        let c = Classifier::new(rules, true);
+        assert_eq!(c.rule_delays(), &[ms(10), ms(100)]);
+        let cubic = VariantId::CUBIC.dscp();
+        assert_eq!(
+            c.classify_with_delay(&pkt(1000, cubic)),
+            (VariantId::LIBRA, 1)
+        );
+        assert_eq!(c.classify_with_delay(&pkt(2000, 0)), (VariantId::LIBRA, 2));
+        assert_eq!(c.classify_with_delay(&pkt(3000, 0)), (VariantId::LIBRA, 1));
+        assert_eq!(c.classify_with_delay(&pkt(4000, 0)), (VariantId::LIBRA, 0));
+        // Without the variant rule the variant comes from the DSCP.
+        let d = Classifier::new(
+            vec![Rule {
+                src_ports: Some((1000, 1000)),
+                ..Rule::delay(ms(5))
+            }],
+            true,
+        );
+        assert_eq!(
+            d.classify_with_delay(&pkt(1000, cubic)),
+            (VariantId::CUBIC, 1)
+        );
+        assert_eq!(
+            d.classify_with_delay(&pkt(1001, cubic)),
+            (VariantId::CUBIC, 0)
+        );
+        // A rule setting neither is refused; too many distinct delays too.
+        let none = Rule {
+            variant: None,
+            ..Rule::any(VariantId::UNMARKED)
+        };
+        assert!(Classifier::check_rules(&[none])
+            .unwrap_err()
+            .contains("`variant`, `delay`"));
+        let many: Vec<Rule> = (0..=MAX_RULE_DELAYS as u64)
+            .map(|i| Rule::delay(ms(i + 1)))
+            .collect();
+        assert!(Classifier::check_rules(&many)
+            .unwrap_err()
+            .contains("at most 31"));
+        assert!(Classifier::check_rules(&many[..MAX_RULE_DELAYS]).is_ok());
     }
 }

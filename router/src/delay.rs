@@ -7,6 +7,10 @@
 //! goes backwards, a release time is clamped to the previous one of its class
 //! so the FIFO order holds. Classes are assigned by variant: class 0 is the
 //! port's default delay, each configured `(variant, delay)` gets its own.
+//! A packet with a rule delay class `k > 0` ([`PacketHandle::delay_class`],
+//! set by a classifier rule with a `delay`, see [`crate::classify`]) goes to
+//! the class of the `k`-th rule delay instead, whatever its variant
+//! ([`DelayLine::with_rule_delays`]).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -63,6 +67,10 @@ struct Class<P> {
 pub struct DelayLine<P> {
     classes: Vec<Class<P>>,
     class_of: [u8; 64],
+    /// Index of the class of rule delay class 1 (rule classes follow the variant ones).
+    rule_base: usize,
+    /// Number of rule delay classes.
+    rule_classes: usize,
     capacity: usize,
     len: usize,
 }
@@ -70,7 +78,26 @@ pub struct DelayLine<P> {
 impl<P: PacketHandle> DelayLine<P> {
     /// Build from a configuration (validated here). Storage for every class is allocated now.
     pub fn new(config: &DelayConfig) -> Result<Self, ConfigError> {
+        Self::with_rule_delays(config, &[])
+    }
+
+    /// [`DelayLine::new`] plus a class per rule delay: a packet whose
+    /// [`PacketHandle::delay_class`] is `k` (1-based) is delayed by
+    /// `rule_delays[k - 1]`; at most
+    /// [`MAX_RULE_DELAYS`](crate::classify::MAX_RULE_DELAYS) of them. A class
+    /// beyond the list falls back to the variant's class.
+    pub fn with_rule_delays(
+        config: &DelayConfig,
+        rule_delays: &[Duration],
+    ) -> Result<Self, ConfigError> {
         config.validate()?;
+        check::int(
+            NAME,
+            "rule delays (count)",
+            rule_delays.len() as u64,
+            0,
+            crate::classify::MAX_RULE_DELAYS as u64,
+        )?;
         let mut classes = vec![Class {
             delay: config.delay,
             q: VecDeque::with_capacity(config.capacity),
@@ -83,18 +110,38 @@ impl<P: PacketHandle> DelayLine<P> {
             });
             class_of[usize::from(variant.dscp() & 63)] = (classes.len() - 1) as u8;
         }
+        let rule_base = classes.len();
+        for &delay in rule_delays {
+            classes.push(Class {
+                delay,
+                q: VecDeque::with_capacity(config.capacity),
+            });
+        }
         Ok(DelayLine {
             classes,
             class_of,
+            rule_base,
+            rule_classes: rule_delays.len(),
             capacity: config.capacity,
             len: 0,
         })
     }
 
+    /// The class a packet waits in.
+    #[inline(always)]
+    fn class_index(&self, packet: &P) -> usize {
+        let k = usize::from(packet.delay_class());
+        if k != 0 && k <= self.rule_classes {
+            self.rule_base + k - 1
+        } else {
+            usize::from(self.class_of[usize::from(packet.variant().dscp() & 63)])
+        }
+    }
+
     /// Delay a packet arriving at `now`; hands it back if its class is full.
     pub fn push(&mut self, packet: P, now: Time) -> Result<(), P> {
-        let class = &mut self.classes
-            [usize::from(self.class_of[usize::from(packet.variant().dscp() & 63)])];
+        let i = self.class_index(&packet);
+        let class = &mut self.classes[i];
         if class.q.len() >= self.capacity {
             return Err(packet);
         }
@@ -112,10 +159,7 @@ impl<P: PacketHandle> DelayLine<P> {
     /// overtake another class's due packet.
     #[inline]
     pub fn can_bypass(&self, packet: &P) -> bool {
-        self.len == 0
-            && self.classes[usize::from(self.class_of[usize::from(packet.variant().dscp() & 63)])]
-                .delay
-                .is_zero()
+        self.len == 0 && self.classes[self.class_index(packet)].delay.is_zero()
     }
 
     /// The earliest-due packet whose release time is `<= now`.

@@ -46,6 +46,8 @@ pub struct Classified {
     pub ecn: Ecn,
     /// TCP FIN or RST.
     pub flow_end: bool,
+    /// Rule delay class (0: none; see [`crate::classify`]).
+    pub delay_class: u8,
     /// IP version.
     pub version: IpVersion,
     /// Offset of the IP header in the frame.
@@ -87,8 +89,9 @@ impl Ingress {
         match parse_ethernet(frame) {
             Ok(info) => {
                 parse.ok += 1;
-                let variant = self.classifier.classify(&info);
-                let meta = PacketMeta::from_info(&info, self.hasher.hash(&info.flow), variant);
+                let (variant, delay_class) = self.classifier.classify_with_delay(&info);
+                let mut meta = PacketMeta::from_info(&info, self.hasher.hash(&info.flow), variant);
+                meta.delay_class = delay_class;
                 Ok((meta, info))
             }
             Err(e) => {
@@ -117,6 +120,7 @@ impl Ingress {
                     variant: self.classifier.by_dscp(h.tos >> 2),
                     ecn: Ecn::from_bits(h.tos),
                     flow_end: h.is_flow_end(),
+                    delay_class: 0,
                     version: IpVersion::V4,
                     l3_offset: 14,
                 });
@@ -129,6 +133,7 @@ impl Ingress {
             variant: meta.variant,
             ecn: meta.ecn,
             flow_end: meta.flow_end,
+            delay_class: meta.delay_class,
             version: info.version,
             l3_offset: info.l3_offset,
         })
@@ -148,7 +153,8 @@ pub struct Port<P, Q> {
 }
 
 impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
-    /// A port around `qdisc`.
+    /// A port around `qdisc`. The delay line gets a class per rule delay
+    /// of `classifier` ([`Classifier::rule_delays`]) besides `delay`'s classes.
     pub fn new(
         classifier: Classifier,
         hash_seed: u64,
@@ -156,9 +162,10 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         qdisc: Q,
         shaper: &ShaperConfig,
     ) -> Result<Self, ConfigError> {
+        let delay = DelayLine::with_rule_delays(delay, classifier.rule_delays())?;
         Ok(Port {
             ingress: Ingress::new(classifier, hash_seed),
-            delay: DelayLine::new(delay)?,
+            delay,
             qdisc,
             shaper: TokenBucket::new(shaper)?,
             slot: None,

@@ -40,6 +40,11 @@ pub trait PacketHandle {
     fn flow_end(&self) -> bool {
         false
     }
+    /// The packet's rule delay class (see [`crate::classify`]): 0 for none,
+    /// `k` for the `k`-th distinct rule delay. Default: none.
+    fn delay_class(&self) -> u8 {
+        0
+    }
     /// Whether two packets belong to the same flow. The default compares the
     /// 64-bit flow hashes; a handle holding the full 5-tuple may compare it.
     fn same_flow(&self, other: &Self) -> bool {
@@ -61,6 +66,8 @@ pub struct PacketMeta {
     pub ecn: Ecn,
     /// TCP FIN / RST seen.
     pub flow_end: bool,
+    /// Rule delay class (0: none; see [`crate::classify`]).
+    pub delay_class: u8,
     /// Free for the caller (sequence number, flow index, send time...).
     pub tag: u64,
 }
@@ -73,6 +80,7 @@ impl Default for PacketMeta {
             variant: VariantId::UNMARKED,
             ecn: Ecn::NotEct,
             flow_end: false,
+            delay_class: 0,
             tag: 0,
         }
     }
@@ -88,6 +96,7 @@ impl PacketMeta {
             variant,
             ecn: info.ecn,
             flow_end: info.is_flow_end(),
+            delay_class: 0,
             tag: 0,
         }
     }
@@ -135,6 +144,10 @@ impl<T: WithMeta> PacketHandle for T {
     #[inline]
     fn flow_end(&self) -> bool {
         self.meta().flow_end
+    }
+    #[inline]
+    fn delay_class(&self) -> u8 {
+        self.meta().delay_class
     }
     #[inline]
     fn same_flow(&self, other: &Self) -> bool {

@@ -137,6 +137,7 @@ proptest! {
                             variant: VariantId::from_dscp(variant).unwrap(),
                             ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
                             flow_end: fin,
+                            delay_class: 0,
                             tag: seq as u64,
                         };
                         outstanding.insert(p.tag);

@@ -117,6 +117,11 @@ pub struct LoadArgs {
     /// Local address to send from (default: the kernel's choice).
     #[arg(long, value_name = "IP")]
     pub bind: Option<IpAddr>,
+    /// Local port of each flow, in flow order, comma-separated (0: the
+    /// kernel's choice): fixed 5-tuples for router rules (`tollgate testbed`
+    /// uses it). Not for quiche flows.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub bind_ports: Vec<u16>,
     /// Seed of the flows' random starts and sizes (default: the file's, or 1).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -333,7 +338,9 @@ pub fn load(args: LoadArgs) -> anyhow::Result<ExitCode> {
         bind: args.bind,
         connect_timeout: duration_arg("--connect-timeout", &args.connect_timeout)?,
         threads,
+        bind_ports: args.bind_ports.clone(),
     };
+    load::check_options(&s, &opts).map_err(|e| anyhow::anyhow!("--bind-ports: {e}"))?;
     let note = "real network: the scenario's rtt and topology are not emulated (the path has its \
                 own); rtt_ms is each flow's measured minimum RTT (quiche flows: smoothed); bottleneck rate and \
                 utilization are not known to the load generator";

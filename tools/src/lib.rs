@@ -16,14 +16,15 @@
 //! | [`load`] | `tollgate load`: a scenario's flows as real QUIC, kernel TCP and quiche connections; the environment of a real run |
 //! | [`stats`] | mean and 95 % Student-t confidence interval over seeds |
 //! | [`compare`] | `tollgate compare`: results side by side, differences, flow order |
+//! | [`testbed`] | `tollgate testbed`: a dumbbell scenario through namespaces, veths and `tollgate-router`, serve and load inside, one merged results.json |
 //!
 //! The binary's command-line glue is not part of the library: `src/main.rs`
 //! (argument parsing), `src/cli_sim.rs` (`tollgate sim` and `tollgate
 //! report`: options, Ctrl-C handling, exit codes), `src/cli_campaign.rs`
 //! (`tollgate campaign plan|run|merge|slurm`: the local process pool),
 //! `src/cli_cca.rs` (`tollgate cca list|trace`), `src/cli_load.rs`
-//! (`tollgate serve` and `tollgate load`) and `src/cli_compare.rs`
-//! (`tollgate compare`).
+//! (`tollgate serve` and `tollgate load`), `src/cli_compare.rs`
+//! (`tollgate compare`) and `src/cli_testbed.rs` (`tollgate testbed`).
 
 pub mod campaign;
 pub mod compare;
@@ -36,3 +37,4 @@ pub mod scenario;
 pub mod serve;
 pub mod sim;
 pub mod stats;
+pub mod testbed;

@@ -9,8 +9,9 @@
 //! sweep points as numbered runs, a local process pool, Slurm job arrays), in
 //! `cli_campaign.rs`. `tollgate serve` and `tollgate
 //! load` (the load generator for real networks), in `cli_load.rs`; `tollgate
-//! compare` (results side by side), in `cli_compare.rs`. The
-//! testbed runner joins here as its issue lands.
+//! compare` (results side by side), in `cli_compare.rs`; `tollgate
+//! testbed` (a scenario through namespaces and `tollgate-router`), in
+//! `cli_testbed.rs`.
 
 use std::process::ExitCode;
 
@@ -21,6 +22,7 @@ mod cli_cca;
 mod cli_compare;
 mod cli_load;
 mod cli_sim;
+mod cli_testbed;
 
 /// Tollgate: run, measure and fix congestion-control unfairness.
 #[derive(Debug, Parser)]
@@ -49,6 +51,8 @@ enum Command {
     Serve(cli_load::ServeArgs),
     /// Run a scenario's flows (or --flows) over a real network against `tollgate serve`.
     Load(cli_load::LoadArgs),
+    /// Run a scenario through network namespaces and tollgate-router on this machine (root).
+    Testbed(cli_testbed::TestbedArgs),
     /// Many seeds and sweep points: plan, run locally in parallel, merge, or submit to Slurm.
     #[command(subcommand)]
     Campaign(cli_campaign::CampaignCommand),
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Command::Campaign(command) => cli_campaign::run(command),
         Command::Serve(args) => cli_load::serve(args),
         Command::Load(args) => cli_load::load(args),
+        Command::Testbed(args) => cli_testbed::testbed(args),
     };
     match result {
         Ok(code) => code,

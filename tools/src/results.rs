@@ -152,6 +152,10 @@ pub struct FlowResult {
     /// Real runs: how late the flow started against its schedule, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_late_ms: Option<f64>,
+    /// `tollgate testbed`: the RTT the router emulated for the flow (the
+    /// scenario's `rtt`), ms; `rtt_ms` is then the measured minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated_rtt_ms: Option<f64>,
 }
 
 /// Aggregate of a set of flows (a variant or a group).
@@ -336,7 +340,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
     let mut flows = Vec::new();
     for (i, f) in d.flows.iter().enumerate() {
         let bytes = f.rx.last().copied().unwrap_or(0);
-        let in_window = bytes - rx_at(f, k_start);
+        let in_window = bytes.saturating_sub(rx_at(f, k_start));
         let spec = &f.spec;
         let report = f.report.as_ref();
         let cca_stats = report
@@ -393,6 +397,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
             window_limited: report.map(|r| r.window_limited()),
             stack: None,
             start_late_ms: None,
+            emulated_rtt_ms: None,
         });
     }
 
@@ -424,8 +429,10 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         let mut tp = 0.0;
         for (&x, &tk) in f.rx.iter().zip(t) {
             let span = (tk - tp).max(1e-9);
-            g.push((x - prev) as f64 * 8.0 / span / 1e6);
-            prev = x;
+            // A cumulative count; one that went backwards (a receiver
+            // report older than the sender's) counts as no progress.
+            g.push(x.saturating_sub(prev) as f64 * 8.0 / span / 1e6);
+            prev = prev.max(x);
             tp = tk;
         }
         series.flow_goodput_mbps.push(g);
@@ -443,7 +450,9 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
                 })
                 .map(|&i| {
                     let f = &d.flows[i];
-                    (f.rx[k] - f.rx[k - w]) as f64 * 8.0 / (t[k] - from_t).max(1e-9) / 1e6
+                    f.rx[k].saturating_sub(f.rx[k - w]) as f64 * 8.0
+                        / (t[k] - from_t).max(1e-9)
+                        / 1e6
                 })
                 .collect();
             if x.len() >= 2 {
@@ -858,4 +867,50 @@ pub(crate) fn clip(text: &str, width: usize) -> String {
     let mut out: String = text.chars().take(width - 1).collect();
     out.push('~');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::engine::FlowRecord;
+
+    #[test]
+    fn a_cumulative_count_that_goes_backwards_is_no_progress_not_a_panic() {
+        // `tollgate load` once sampled a TCP upload's kernel bytes_acked and
+        // then the server's older progress count: 100, 50, 150 ... bytes.
+        let text = "name = \"t\"\nduration = \"3s\"\n[topology]\nkind = \"dumbbell\"\n\
+                    bottleneck = { rate = \"100Mbit\", delay = \"1ms\" }\n\
+                    [metrics]\nmeasure_from = \"0s\"\n\
+                    [[flows]]\ncca = \"newreno\"\nrtt = \"10ms\"\n";
+        let s = crate::scenario::parse_plan(text).unwrap().runs.remove(0);
+        let spec = crate::sim::topology::flows(&s).remove(0);
+        let rx = vec![125_000u64, 62_500, 250_000];
+        let d = RunData {
+            t: vec![1.0, 2.0, 3.0],
+            flows: vec![FlowRecord {
+                rx,
+                drops: [0; DropReason::COUNT],
+                access_drops: 0,
+                port_bytes: Vec::new(),
+                fin_at: None,
+                acked_at: None,
+                report: None,
+                error: None,
+                spec,
+            }],
+            ports: Vec::new(),
+            packets_sent: 0,
+            events: 0,
+            partial: false,
+            reached_s: 3.0,
+        };
+        let r = build(&s, &d);
+        let g = &r.series.flow_goodput_mbps[0];
+        assert_eq!(g.len(), 3);
+        assert!((g[0] - 1.0).abs() < 1e-9, "{g:?}");
+        assert_eq!(g[1], 0.0);
+        // Counted once: 250 kB in all, 125 kB of them in the third second.
+        assert!((g[2] - 1.0).abs() < 1e-9, "{g:?}");
+        assert!(r.flows[0].goodput_mbps.is_finite());
+    }
 }

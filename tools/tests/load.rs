@@ -42,6 +42,7 @@ fn start(allow: Option<&[&str]>, max_connections: usize) -> Setup {
         bind: None,
         connect_timeout: Duration::from_secs(2),
         threads: 2,
+        bind_ports: Vec::new(),
     };
     Setup {
         server,
@@ -604,4 +605,58 @@ start = "0s..500ms"
     // Each flow had its own socket: the server saw 24 distinct connections.
     assert_eq!(summary.quic.mismatches, 0);
     assert_eq!(summary.quic.transfers, 24);
+}
+
+#[test]
+fn fixed_local_ports_are_the_ones_the_flows_bind() {
+    // Flows bound to free fixed ports finish; a flow whose port another
+    // socket holds fails binding exactly that port, QUIC and TCP alike.
+    let mut setup = start(None, 1024);
+    let free = || {
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let t = std::net::TcpListener::bind(u.local_addr().unwrap()).unwrap();
+        drop(t);
+        u.local_addr().unwrap().port()
+    };
+    let s = scenario(
+        r#"duration = "3s"
+[[flows]]
+name = "quic"
+cca = "cubic"
+rtt = "2ms"
+size = "1MB"
+[[flows]]
+name = "tcp"
+cca = "tcp:cubic"
+rtt = "2ms"
+size = "1MB"
+"#,
+    );
+    setup.opts.bind = Some("127.0.0.1".parse().unwrap());
+    let (p0, p1) = (free(), free());
+    setup.opts.bind_ports = vec![p0, p1];
+    let (_, r) = run(&s, &setup.opts);
+    assert_eq!(r.flows[0].error, None);
+    assert_eq!(r.flows[1].error, None);
+    // Hold both ports: each flow must now fail on its own port.
+    let held_udp = std::net::UdpSocket::bind(("127.0.0.1", p0)).unwrap();
+    let held_tcp = std::net::TcpListener::bind(("127.0.0.1", p1)).unwrap();
+    let (_, r) = run(&s, &setup.opts);
+    setup.server.stop();
+    let quic = r.flows[0].error.clone().unwrap_or_default();
+    let tcp = r.flows[1].error.clone().unwrap_or_default();
+    assert!(quic.contains(&format!("127.0.0.1:{p0}")), "{quic}");
+    assert!(tcp.contains(&format!("bind 127.0.0.1:{p1}")), "{tcp}");
+    drop((held_udp, held_tcp));
+    // Checked up front: more ports than flows, a port twice.
+    setup.opts.bind_ports = vec![p0, p0];
+    assert!(load::check_options(&s, &setup.opts)
+        .unwrap_err()
+        .to_string()
+        .contains("twice"));
+    setup.opts.bind_ports = vec![1, 2, 3];
+    assert!(load::check_options(&s, &setup.opts)
+        .unwrap_err()
+        .to_string()
+        .contains("3 local ports for 2 flows"));
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use tollgate_cca::{units, VariantId};
-use tollgate_router::classify::{Prefix, Rule};
+use tollgate_router::classify::{Classifier, Prefix, Rule};
 use tollgate_router::delay::DelayConfig;
 use tollgate_router::discipline_config::parse_variant;
 use tollgate_router::shaper::ShaperConfig;
@@ -358,7 +358,13 @@ pub struct RuleConfig {
     #[serde(default)]
     pub proto: Option<Proto>,
     /// Variant name ("cubic", "newreno", "taxed(newreno)") or DSCP number.
-    pub variant: VariantName,
+    /// Unset: the rule leaves the variant to a later rule or the DSCP.
+    #[serde(default)]
+    pub variant: Option<VariantName>,
+    /// Propagation delay of matching packets on every egress ("50ms"),
+    /// instead of the port's `delay` and `class_delays`. Unset: none.
+    #[serde(default)]
+    pub delay: Option<String>,
 }
 
 /// A port or an inclusive range.
@@ -664,10 +670,22 @@ impl RouterConfig {
                         .map(proto_number)
                         .transpose()
                         .map_err(|e| format!("[{i}].proto: {e}"))?,
-                    variant: variant_id(&r.variant).map_err(|e| format!("[{i}].variant: {e}"))?,
+                    variant: r
+                        .variant
+                        .as_ref()
+                        .map(variant_id)
+                        .transpose()
+                        .map_err(|e| format!("[{i}].variant: {e}"))?,
+                    delay: r
+                        .delay
+                        .as_deref()
+                        .map(parse_duration)
+                        .transpose()
+                        .map_err(|e| format!("[{i}].delay: {e}"))?,
                 })
             })
-            .collect()
+            .collect::<Result<Vec<Rule>, String>>()
+            .and_then(|rules| Classifier::check_rules(&rules).map(|()| rules))
     }
 }
 
@@ -981,6 +999,34 @@ mod tests {
         assert!(text("0").is_err());
         assert!(text("20Tbit").is_err());
         assert!(parse_rate(&Rate::Number(1e14)).is_err());
+    }
+
+    #[test]
+    fn rules_take_a_delay_with_or_without_a_variant() {
+        let ports = "[[ports]]\ndevice = \"a\"\npeer = \"a\"\n";
+        let c = RouterConfig::parse(&format!(
+            "[[rules]]\nsrc_port = 40001\ndelay = \"10ms\"\n\
+             [[rules]]\nsrc_port = 40002\nproto = \"udp\"\nvariant = \"cubic\"\ndelay = \"100ms\"\n{ports}"
+        ))
+        .unwrap();
+        let rules = c.rules().unwrap();
+        assert_eq!(rules[0].variant, None);
+        assert_eq!(rules[0].delay, Some(Duration::from_millis(10)));
+        assert_eq!(rules[1].variant, Some(VariantId::CUBIC));
+        assert_eq!(rules[1].delay, Some(Duration::from_millis(100)));
+        for (rule, want) in [
+            ("src_port = 1", "a rule sets `variant`, `delay` or both"),
+            ("src_port = 1\ndelay = \"10\"", "[0].delay"),
+            ("src_port = 1\ndelay = \"soon\"", "[0].delay"),
+        ] {
+            let e = RouterConfig::parse(&format!("[[rules]]\n{rule}\n{ports}")).unwrap_err();
+            assert!(e.0.contains(want), "{rule}: {e}");
+        }
+        let many: String = (1..=32)
+            .map(|i| format!("[[rules]]\nsrc_port = {i}\ndelay = \"{i}ms\"\n"))
+            .collect();
+        let e = RouterConfig::parse(&format!("{many}{ports}")).unwrap_err();
+        assert!(e.0.contains("at most 31"), "{e}");
     }
 
     #[test]

@@ -389,8 +389,17 @@ impl Router {
     }
 
     /// Receive one burst from every device queue and feed the pipelines.
+    ///
+    /// Each non-empty burst is stamped with the clock read *after* it was
+    /// received, not with `now` (the iteration's start): a frame that
+    /// arrived while this lcore was descheduled between the clock read and
+    /// the RX call (or while it processed an earlier device's burst) would
+    /// otherwise get an arrival time before its real one and leave the
+    /// delay line early. Measured on the shared 2-core VM with the
+    /// iteration's `now`: a 30 ms emulated RTT gave a TCP minimum RTT of
+    /// 28.6 ms. Costs one TSC read per non-empty burst.
     #[inline]
-    pub fn rx_all(&mut self, now: Time, rx: &mut Burst<MAX_BURST>) -> usize {
+    pub fn rx_all(&mut self, mut now: Time, rx: &mut Burst<MAX_BURST>) -> usize {
         let mut total = 0;
         for d in 0..self.devs.len() {
             let (id, queues) = (self.devs[d].eth.id, self.devs[d].eth.queues);
@@ -399,6 +408,7 @@ impl Router {
                 if n == 0 {
                     continue;
                 }
+                now = now.max(self.clock.now());
                 total += n;
                 self.devs[d].rx += n as u64;
                 for mut m in rx.drain_prefetch(PREFETCH_AHEAD) {

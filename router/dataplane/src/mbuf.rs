@@ -216,6 +216,9 @@ impl Pkt {
     /// Flag: not IP (ARP...): the egress transmits it around the
     /// discipline (pipeline mode carries such frames over the same rings).
     pub const BYPASS: u8 = 4;
+    /// The rule delay class lives in the top five bits of `flags` (so `Pkt`
+    /// stays 24 bytes); classes 1..=31 (`classify::MAX_RULE_DELAYS`).
+    const DELAY_SHIFT: u8 = 3;
 
     /// A handle for a frame that goes around the discipline: no flow, no
     /// variant, [`Pkt::BYPASS`] set.
@@ -243,6 +246,7 @@ impl Pkt {
         if c.version == IpVersion::V6 {
             flags |= Pkt::IPV6;
         }
+        flags |= (c.delay_class & 31) << Pkt::DELAY_SHIFT;
         Pkt {
             len: mbuf.pkt_len(),
             mbuf,
@@ -292,6 +296,10 @@ impl PacketHandle for Pkt {
     #[inline]
     fn flow_end(&self) -> bool {
         self.flags & Pkt::FLOW_END != 0
+    }
+    #[inline]
+    fn delay_class(&self) -> u8 {
+        self.flags >> Pkt::DELAY_SHIFT
     }
 }
 

@@ -483,7 +483,7 @@ impl Scheduler<'_> {
         burst: usize,
         st: &mut SchedLoop,
     ) {
-        let now = ctl.clock.now();
+        let mut now = ctl.clock.now();
         // Read before the pass: a worker's last enqueues happen before
         // its decrement (Release), so if this (Acquire) sees 0, the pass
         // below sees everything the workers ever enqueued.
@@ -494,6 +494,12 @@ impl Scheduler<'_> {
             for row in rings {
                 let n = row[*li].dequeue(&mut st.buf[..burst]);
                 got += n;
+                if n > 0 {
+                    // Stamp with a clock read after the dequeue (see
+                    // `Router::rx_all`): a handle enqueued after the read
+                    // at the top would otherwise leave the delay line early.
+                    now = now.max(ctl.clock.now());
+                }
                 for slot in &st.buf[..n] {
                     // SAFETY: the first n slots were just filled by the
                     // ring with handles that are now ours; each is read once.

@@ -136,6 +136,87 @@ fn per_class_delay_and_accounting() {
 }
 
 #[test]
+fn rule_delay_applies_to_exactly_its_packets() {
+    // Two flows of one variant get different delays from 5-tuple rules;
+    // a third flow (and the reverse direction) keeps the port's delay, and
+    // a CUBIC-marked flow without a rule keeps its variant's class delay.
+    use tollgate_router::classify::Rule;
+    let ms = Duration::from_millis;
+    let key = |src_port| {
+        FlowKey::new(
+            "10.0.0.1".parse().unwrap(),
+            "10.0.0.2".parse().unwrap(),
+            PROTO_UDP,
+            src_port,
+            443,
+        )
+    };
+    let rules = vec![
+        Rule {
+            src_ports: Some((1001, 1001)),
+            ..Rule::delay(ms(10))
+        },
+        Rule {
+            src_ports: Some((1002, 1002)),
+            ..Rule::delay(ms(100))
+        },
+    ];
+    let cfg = DelayConfig {
+        delay: ms(3),
+        class_delays: vec![(VariantId::CUBIC, ms(40))],
+        ..DelayConfig::default()
+    };
+    let mut p = Port::new(
+        Classifier::new(rules, true),
+        1,
+        &cfg,
+        DropTail::<PacketMeta>::new(&DropTailConfig::default()).unwrap(),
+        &ShaperConfig {
+            rate_bps: 1e9,
+            burst_bytes: 100_000,
+        },
+    )
+    .unwrap();
+    let newreno = VariantId::NEWRENO.dscp() << 2;
+    let cubic = VariantId::CUBIC.dscp() << 2;
+    let cases = [
+        (key(1001), newreno, ms(10)),
+        (key(1002), newreno, ms(100)),
+        (key(1003), newreno, ms(3)),
+        (key(1004), cubic, ms(40)),
+        // A rule delay wins over the variant's class delay.
+        (key(1002), cubic, ms(100)),
+        // The reverse direction of flow 1001 (ports swapped) has no rule.
+        (
+            FlowKey::new(
+                "10.0.0.2".parse().unwrap(),
+                "10.0.0.1".parse().unwrap(),
+                PROTO_UDP,
+                443,
+                1001,
+            ),
+            newreno,
+            ms(3),
+        ),
+    ];
+    let mut sink = Record::default();
+    let start = Time::from_millis(1);
+    for (tag, (k, tos, _)) in cases.iter().enumerate() {
+        let mut meta = p.classify(&build::udp4(k, *tos, 100)).unwrap();
+        meta.tag = tag as u64;
+        p.receive(meta, start, &mut sink);
+    }
+    drain(&mut p, &mut sink, start);
+    assert_eq!(sink.tx.len(), cases.len());
+    for (tag, (_, _, want)) in cases.iter().enumerate() {
+        let (at, m) = sink.tx.iter().find(|(_, m)| m.tag == tag as u64).unwrap();
+        assert_eq!(*at, start + *want, "case {tag}: {m:?}");
+    }
+    let c = p.counters();
+    assert_eq!(c.received, c.dequeued + c.dropped_total());
+}
+
+#[test]
 fn compact_classification_matches_the_full_one() {
     // classify_compact (IPv4 fast path without rules, general path with
     // rules or other shapes) gives the same hash, variant, ECN, length and
@@ -191,8 +272,22 @@ fn compact_classification_matches_the_full_one() {
             match (full, compact) {
                 (Ok(m), Ok(c)) => {
                     assert_eq!(
-                        (m.flow_hash, m.variant, m.ecn, m.len, m.flow_end),
-                        (c.flow_hash, c.variant, c.ecn, c.len, c.flow_end)
+                        (
+                            m.flow_hash,
+                            m.variant,
+                            m.ecn,
+                            m.len,
+                            m.flow_end,
+                            m.delay_class
+                        ),
+                        (
+                            c.flow_hash,
+                            c.variant,
+                            c.ecn,
+                            c.len,
+                            c.flow_end,
+                            c.delay_class
+                        )
                     );
                     assert_eq!(c.l3_offset, 14);
                 }

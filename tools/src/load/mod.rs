@@ -69,6 +69,10 @@ pub struct LoadOptions {
     pub connect_timeout: Duration,
     /// Worker threads for the QUIC flows (at least 1).
     pub threads: usize,
+    /// Local port of each flow, in flow order (0 or no entry: the kernel's
+    /// choice). A fixed port gives the flow a 5-tuple known in advance, so
+    /// `tollgate testbed` can write the router rule that emulates its RTT.
+    pub bind_ports: Vec<u16>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -152,13 +156,46 @@ pub fn check(s: &Scenario) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn local_bind(o: &LoadOptions) -> SocketAddr {
+/// The local address of flow `flow`: `bind` (or the unspecified address of
+/// the server's family) and the flow's port from `bind_ports` (or 0).
+fn local_bind(o: &LoadOptions, flow: usize) -> SocketAddr {
     let ip = o.bind.unwrap_or(if o.server.is_ipv6() {
         IpAddr::V6(Ipv6Addr::UNSPECIFIED)
     } else {
         IpAddr::V4(Ipv4Addr::UNSPECIFIED)
     });
-    SocketAddr::new(ip, 0)
+    SocketAddr::new(ip, o.bind_ports.get(flow).copied().unwrap_or(0))
+}
+
+/// Checks `o` against the scenario: fixed local ports need one per flow at
+/// most, distinct, and no quiche flow (quiche's client binds its own socket).
+pub fn check_options(s: &Scenario, o: &LoadOptions) -> anyhow::Result<()> {
+    if o.bind_ports.is_empty() {
+        return Ok(());
+    }
+    let n = s.flow_count();
+    if o.bind_ports.len() > n {
+        anyhow::bail!(
+            "{} local ports for {n} flows: give at most one port per flow, in flow order",
+            o.bind_ports.len()
+        );
+    }
+    for (i, p) in o.bind_ports.iter().enumerate() {
+        if *p != 0 && o.bind_ports[..i].contains(p) {
+            anyhow::bail!("local port {p} is given twice: each flow needs its own");
+        }
+    }
+    for spec in topology::flows(s) {
+        if matches!(FlowKind::parse(&spec.cca), Ok(FlowKind::Quiche(_))) {
+            anyhow::bail!(
+                "flow {} ({}): quiche flows cannot take a fixed local port (quiche's client \
+                 binds its own socket)",
+                spec.index,
+                spec.cca
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Run every flow of `s` against the server; `on_sample(t, bytes)` is called
@@ -171,6 +208,7 @@ pub fn run(
     on_sample: &mut dyn FnMut(f64, &[u64]),
 ) -> anyhow::Result<LoadRun> {
     check(s)?;
+    check_options(s, o)?;
     let specs = topology::flows(s);
     let t0 = Instant::now() + LEAD;
     let duration = Duration::from_secs_f64(s.duration_s);
@@ -182,7 +220,7 @@ pub fn run(
     let workers = o.threads.max(1);
     let mut pools: Vec<Vec<PoolFlow>> = (0..workers).map(|_| Vec::new()).collect();
     let mut quic_flows = 0usize;
-    for spec in &specs {
+    for (flow_index, spec) in specs.iter().enumerate() {
         let out = Arc::new(Mutex::new(Outcome::default()));
         outcomes.push(out.clone());
         let kind = FlowKind::parse(&spec.cca).map_err(|e| anyhow::anyhow!(e))?;
@@ -198,7 +236,7 @@ pub fn run(
             end,
             rate_cap_bps: g.rate_cap_bps,
             options,
-            bind: local_bind(o),
+            bind: local_bind(o, flow_index),
         };
         if let FlowKind::Quic(cca) = &job.kind {
             let app = job.quic_app(cca, job.request(job.start_at));
@@ -486,6 +524,7 @@ impl FlowJob {
                     request,
                     rate_cap_bps: self.rate_cap_bps,
                     connect_timeout: self.options.connect_timeout,
+                    bind: (self.bind.port() != 0).then_some(self.bind),
                 };
                 let o = tcp::run_flow(&flow, stop, progress);
                 result.bytes = o.bytes;

@@ -152,6 +152,8 @@ pub struct TcpFlow {
     pub rate_cap_bps: Option<f64>,
     /// Connect timeout.
     pub connect_timeout: Duration,
+    /// Local address to bind before connecting (`None`: the kernel's choice).
+    pub bind: Option<SocketAddr>,
 }
 
 /// What a TCP flow did.
@@ -203,6 +205,14 @@ fn transfer(
     set_tos(fd, addr.is_ipv6(), flow.tos).map_err(|e| format!("IP_TOS: {e}"))?;
     if flow.request.mode == Mode::Upload {
         set_congestion(fd, &flow.cca)?;
+    }
+    if let Some(local) = flow.bind {
+        socket
+            .set_reuse_address(true)
+            .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
+        socket
+            .bind(&local.into())
+            .map_err(|e| format!("bind {local} (TCP): {e}"))?;
     }
     socket
         .connect_timeout(&addr.into(), flow.connect_timeout)
@@ -331,8 +341,10 @@ fn upload(
     let give_up = Instant::now() + Duration::from_secs(10);
     loop {
         sampler.maybe(out);
+        // The server's counts may lag the kernel's bytes_acked stored
+        // above (replies queued during the transfer): never go backwards.
         if let Some(n) = reply.latest {
-            progress.store(n, Ordering::Relaxed);
+            progress.fetch_max(n, Ordering::Relaxed);
         }
         match stream.read(&mut buf) {
             Ok(0) => break,
@@ -348,7 +360,7 @@ fn upload(
     let acked = reply
         .finish()
         .ok_or_else(|| "malformed or missing reply from the server".to_string())?;
-    progress.store(acked, Ordering::Relaxed);
+    progress.fetch_max(acked, Ordering::Relaxed);
     out.bytes = acked;
     out.mismatches = acked.abs_diff(sent);
     out.complete = out.mismatches == 0 && flow.request.size.is_none_or(|s| s == acked);

@@ -1,0 +1,338 @@
+//! `tollgate testbed` end to end (root, DPDK, iproute2, ethtool): the
+//! `tollgate` binary builds a dumbbell of network namespaces through
+//! `tollgate-router` (net_af_packet on veth), runs `tollgate serve` and
+//! `tollgate load` inside, and writes one merged results.json.
+//!
+//! - A 100 Mbit/s dumbbell with Tollgate QUIC NewReno at 10 ms and 100 ms
+//!   emulated RTT, kernel TCP CUBIC (30 ms) and Tollgate QUIC Libra (50 ms):
+//!   every flow completes, the goodput sums to at least 90 % of the
+//!   bottleneck over the measurement window, the router's accounting is
+//!   exact on both egresses, and each flow's measured minimum RTT is never
+//!   below its emulated RTT and at most 2 ms above it (the router's per-rule
+//!   delay classes); the 100 ms flow, whose first round trips meet the 10 ms
+//!   flow's standing queue, at most 5 ms above (see the test).
+//! - Teardown: after the run no namespace, veth, DPDK runtime directory,
+//!   pid file or process of the run is left; after SIGKILL of a running
+//!   testbed its children die with it, and `tollgate testbed --cleanup`
+//!   removes the namespaces and veths it left.
+//!
+//! The binaries: `$TOLLGATE_BIN` / `$TOLLGATE_ROUTER_BIN`, else the ones
+//! cargo built next to this test (`cargo test --workspace --features
+//! tollgate-dataplane/dpdk,tollgate-tests/dpdk` builds both). Without root
+//! or the tools each test prints `SKIP:` (and fails under `CI=true`).
+#![cfg(feature = "dpdk")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tollgate_tests::netns::have;
+use tollgate_tests::router_run::{require_root, router_bin, scratch};
+use tollgate_tests::skip;
+use tollgate_tools::results::{self, Results};
+use tollgate_tools::testbed::netns as tbnet;
+
+/// One testbed at a time: a second one would see the first's namespaces
+/// as another run's, and they would share the two CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn tollgate_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("TOLLGATE_BIN") {
+        return PathBuf::from(p);
+    }
+    let bin = router_bin().with_file_name("tollgate");
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it with `cargo build -p tollgate-tools` or point TOLLGATE_BIN at it",
+        bin.display()
+    );
+    bin
+}
+
+/// Why the testbed cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    if let Err(r) = require_root() {
+        return Some(r);
+    }
+    for (cmd, arg) in [("ip", "-V"), ("ethtool", "--version")] {
+        if !have(cmd, arg) {
+            return Some(format!("`{cmd}` is not installed"));
+        }
+    }
+    None
+}
+
+const SCENARIO: &str = include_str!("../../tools/scenarios/testbed-dumbbell.toml");
+
+fn run_testbed(dir: &Path, scenario: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, scenario).unwrap();
+    let mut cmd = Command::new(tollgate_bin());
+    cmd.arg("testbed")
+        .arg(&path)
+        .arg("--router-bin")
+        .arg(router_bin())
+        .arg("--out")
+        .arg(dir.join("results"))
+        .arg("--no-plots")
+        .args(extra);
+    let out = cmd.output().expect("run tollgate testbed");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Everything of run `id` that still exists.
+fn remains_of(id: u32) -> Vec<String> {
+    let n = tbnet::Names::new(id);
+    let mut left = Vec::new();
+    let netns = tbnet::netns_list();
+    for ns in [&n.client_ns, &n.server_ns] {
+        if netns.contains(ns) {
+            left.push(format!("namespace {ns}"));
+        }
+    }
+    for l in [&n.client_veth, &n.server_veth] {
+        if Path::new("/sys/class/net").join(l).exists() {
+            left.push(format!("veth {l}"));
+        }
+    }
+    let dpdk = Path::new(tbnet::DPDK_RUN_DIR).join(&n.file_prefix);
+    if dpdk.exists() {
+        left.push(format!("{}", dpdk.display()));
+    }
+    if n.router_pid_file().exists() {
+        left.push(format!("{}", n.router_pid_file().display()));
+    }
+    left.extend(processes_of(id));
+    left
+}
+
+/// The run's child processes: the router (its `--file-prefix`), serve and
+/// load (their certificate in the run's work directory).
+fn processes_of(id: u32) -> Vec<String> {
+    let mut v = processes_mentioning(&tbnet::Names::new(id).file_prefix);
+    v.extend(processes_mentioning(&format!("tollgate-testbed-{id}/")));
+    v
+}
+
+/// Processes whose command line mentions `needle` (the router's
+/// `--file-prefix`, the namespaces of `ip netns exec`).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.parse::<u32>().is_err() {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            v.push(format!("process {name}: {cmd}"));
+        }
+    }
+    v
+}
+
+#[test]
+fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
+    const NAME: &str = "a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = unavailable() {
+        return skip(NAME, &r);
+    }
+    let dir = scratch("testbed");
+    let t0 = Instant::now();
+    let (code, stdout, stderr) = run_testbed(&dir, SCENARIO, &[]);
+    println!("{stdout}\n{stderr}");
+    let r: Results = results::read(&dir.join("results/testbed-dumbbell/results.json"))
+        .unwrap_or_else(|e| panic!("no results ({e}); exit {code:?}\n{stdout}\n{stderr}"));
+    let router_out =
+        std::fs::read_to_string(dir.join("results/testbed-dumbbell/testbed/router.out"))
+            .unwrap_or_default();
+    println!("{router_out}");
+    println!("testbed took {:.1} s", t0.elapsed().as_secs_f64());
+
+    // Every flow completed, and the run exited 0.
+    for f in &r.flows {
+        println!(
+            "flow {} {:<14} {:<10} goodput {:7.2} Mbit/s  min RTT {:7.3} ms  emulated {:?} ms  bytes {}",
+            f.id, f.group, f.cca, f.goodput_mbps, f.rtt_ms, f.emulated_rtt_ms, f.bytes
+        );
+        assert_eq!(f.error, None, "flow {} ({})", f.id, f.cca);
+        assert!(f.bytes > 0, "flow {} moved no bytes", f.id);
+    }
+    assert_eq!(code, Some(0), "tollgate testbed failed:\n{stderr}");
+    assert!(!r.partial);
+
+    // The router's accounting, per egress and overall.
+    assert_eq!(r.ports.len(), 2);
+    for p in &r.ports {
+        println!(
+            "port {} {}: received {} transmitted {} dropped {:?} in flight {} utilization {:.3}",
+            p.name, p.discipline, p.received, p.transmitted, p.dropped, p.in_flight, p.utilization
+        );
+        assert!(p.accounting_exact, "port {}: {p:?}", p.name);
+        assert!(p.received > 0);
+    }
+    assert!(router_out.contains("accounting=ok"), "{router_out}");
+    assert_eq!(r.ports[0].name, "fwd1");
+    assert_eq!(r.ports[0].discipline, "droptail");
+
+    // Goodput: at least 90 % of the bottleneck over the measurement window.
+    let total = r.summary.total_goodput_mbps;
+    println!(
+        "total goodput {total:.2} Mbit/s of {} (window from {} s), Jain {:?}",
+        r.summary.bottleneck_mbps, r.summary.measure_from_s, r.summary.jain
+    );
+    assert_eq!(r.summary.bottleneck_mbps, 100.0);
+
+    // Each flow's measured minimum RTT against its emulated RTT. Never
+    // below it (the delay line must not release a packet early; it did
+    // before packets were stamped after the RX burst). Above it by at most
+    // 2 ms, except for the 100 ms NewReno flow: its first round trips come
+    // after the 10 ms flow has built a standing DropTail queue, so it never
+    // sees an empty path; in 10 runs it measured 1.1-2.6 ms above 100 ms
+    // (alone: 100.2 ms), missing the 2 ms in 4. That is queueing,
+    // not emulation error; it is reported (tools/README.md, Testbed) and
+    // bounded here by 5 ms rather than hidden by staggering the starts.
+    let mut rtt_misses = Vec::new();
+    for f in &r.flows {
+        let emulated = f.emulated_rtt_ms.expect("emulated_rtt_ms");
+        let above = if f.group == "newreno-100ms" { 5.0 } else { 2.0 };
+        if f.rtt_ms < emulated - 0.5 || f.rtt_ms > emulated + above {
+            rtt_misses.push(format!(
+                "flow {} ({}): min RTT {:.3} ms, emulated {emulated} ms, allowed -0.5..+{above} ms",
+                f.id, f.cca, f.rtt_ms
+            ));
+        }
+    }
+    assert!(
+        total >= 90.0,
+        "goodput {total:.2} Mbit/s is below 90 % of 100 Mbit/s"
+    );
+    assert!(rtt_misses.is_empty(), "{rtt_misses:?}");
+
+    // Nothing of the run is left.
+    let id = testbed_id(&dir.join("results/testbed-dumbbell/testbed/router.toml"));
+    assert_eq!(remains_of(id), Vec::<String>::new());
+}
+
+/// The run id from the generated router.toml's first line.
+fn testbed_id(router_toml: &Path) -> u32 {
+    let text = std::fs::read_to_string(router_toml).expect("router.toml kept with the results");
+    text.split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .and_then(|w| w.parse().ok())
+        .expect("run id in router.toml")
+}
+
+#[test]
+fn a_killed_testbed_leaves_nothing_after_cleanup() {
+    const NAME: &str = "a_killed_testbed_leaves_nothing_after_cleanup";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = unavailable() {
+        return skip(NAME, &r);
+    }
+    let dir = scratch("testbed-kill");
+    let path = dir.join("scenario.toml");
+    std::fs::write(
+        &path,
+        SCENARIO.replace("duration = \"20s\"", "duration = \"30s\""),
+    )
+    .unwrap();
+    let mut child = Command::new(tollgate_bin())
+        .arg("testbed")
+        .arg(&path)
+        .arg("--router-bin")
+        .arg(router_bin())
+        .arg("--out")
+        .arg(dir.join("results"))
+        .arg("--no-plots")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn tollgate testbed");
+    let id = child.id();
+    let names = tbnet::Names::new(id);
+    // Wait until the flows run: load is up in the client namespace.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut running = false;
+    while Instant::now() < deadline {
+        if processes_of(id).iter().any(|p| p.contains(" load ")) {
+            running = true;
+            break;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("the testbed exited before its flows started: {st}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(running, "the testbed's load never started");
+    std::thread::sleep(Duration::from_secs(2));
+    let before = remains_of(id);
+    assert!(
+        before.iter().any(|r| r.contains("namespace"))
+            && before.iter().any(|r| r.contains("tollgate-router")),
+        "{before:?}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The children die with it (PR_SET_PDEATHSIG).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && !processes_of(id).is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        processes_of(id),
+        Vec::<String>::new(),
+        "processes outlived the testbed"
+    );
+    // A new run refuses to start and names --cleanup.
+    let (code, _, stderr) = run_testbed(&dir, SCENARIO, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("--cleanup"), "{stderr}");
+    // --cleanup removes everything.
+    let out = Command::new(tollgate_bin())
+        .args(["testbed", "--cleanup"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&names.client_ns), "{said}");
+    assert_eq!(remains_of(id), Vec::<String>::new());
+    let again = Command::new(tollgate_bin())
+        .args(["testbed", "--cleanup"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to clean up"));
+}
+
+#[test]
+fn the_generated_router_config_is_accepted_by_the_router() {
+    // No root needed: the dataplane's own parser checks the text the testbed writes.
+    let text = SCENARIO.replace(
+        "discipline = \"droptail\"",
+        "discipline = \"cebinae\"\ntau = 0.05",
+    );
+    let plan = tollgate_tools::scenario::parse_plan(&text).unwrap();
+    let s = &plan.runs[0];
+    let raw: toml::Table = toml::from_str(&text).unwrap();
+    let router = raw["router"].as_table().unwrap().clone();
+    let (cfg, ports) =
+        tollgate_tools::testbed::router_config(s, &router, &tbnet::Names::new(1)).unwrap();
+    let parsed = tollgate_dataplane::config::RouterConfig::parse(&cfg)
+        .unwrap_or_else(|e| panic!("{e}\n{cfg}"));
+    let rules = parsed.rules().unwrap();
+    assert_eq!(rules.len(), 2 * ports.len());
+    let classifier = tollgate_router::classify::Classifier::new(rules, true);
+    // 5, 50, 15 and 25 ms each way.
+    assert_eq!(classifier.rule_delays().len(), 4);
+    let plan = parsed.ports[1].egress.build(10e9).unwrap();
+    assert_eq!(plan.shaper.rate_bps, 100e6);
+    assert_eq!(plan.discipline.name(), "cebinae");
+}

@@ -1,0 +1,735 @@
+//! `tollgate testbed`: a scenario on real kernels, sockets and the DPDK
+//! router, on one machine.
+//!
+//! Dumbbell only, for now: a client namespace and a server namespace,
+//! each joined by a veth pair to `tollgate-router`, which runs in the root
+//! namespace on two `net_af_packet` ports in L2 mode (a bump in the wire):
+//!
+//! ```text
+//! [client ns 10.201.0.1] eth0 ==veth== tgtb<pid>c  (tollgate-router)  tgtb<pid>s ==veth== eth0 [server ns 10.201.0.2]
+//! ```
+//!
+//! Both router egresses get the scenario's bottleneck rate as the shaper
+//! and its discipline with its keys, the queue limit set from
+//! `topology.bottleneck.buffer` (the emulator's dumbbell has the
+//! discipline in both directions too; the data direction of uploads is the
+//! egress toward the server, `fwd1`). Each flow gets a fixed client port
+//! (from [`FIRST_PORT`], in flow order) and two router rules on its
+//! 5-tuple that delay its packets by half its `rtt` in each direction (the
+//! router's per-rule delay classes), so every flow sees its own emulated
+//! RTT. With `router.classify = "scenario"` the rules also set the flow's
+//! variant. `tollgate serve` runs in the server namespace and `tollgate
+//! load` in the client namespace (this binary, through `ip netns exec`);
+//! their results and the router's final statistics are merged into one
+//! results.json in the `sim` format ([`merge`]).
+//!
+//! Teardown ([`netns::Topology`]'s and [`netns::Proc`]'s drops) runs on
+//! success, on failure and after Ctrl-C; children die with the testbed
+//! even on SIGKILL (`PR_SET_PDEATHSIG`), and `tollgate testbed --cleanup`
+//! removes the namespaces and veths such a run left ([`netns`]).
+
+pub mod netns;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::results::{self, PortResult, Results};
+use crate::scenario::kind::FlowKind;
+use crate::scenario::{Scenario, TopologyKind};
+use crate::sim::topology::{self, FlowSpec};
+
+/// The client port of flow 0; flow `i` uses `FIRST_PORT + i`.
+pub const FIRST_PORT: u16 = 41000;
+/// The server's port (UDP for QUIC, TCP for kernel TCP).
+pub const SERVER_PORT: u16 = 4433;
+/// Most flows per run: one fixed port each, and the router's 31 rule delays
+/// (two per distinct RTT).
+pub const MAX_FLOWS: usize = 1000;
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct TestbedOptions {
+    /// The `tollgate-router` binary.
+    pub router_bin: PathBuf,
+    /// The `tollgate` binary (serve and load run as its subcommands).
+    pub tollgate_bin: PathBuf,
+    /// Working directory for configs, certificates and logs.
+    pub work_dir: PathBuf,
+    /// The scenario file (handed to `tollgate load`).
+    pub scenario_path: PathBuf,
+    /// The router's EAL lcore.
+    pub router_lcore: u32,
+    /// `--seed` / `--duration` overrides, passed on to load.
+    pub load_args: Vec<String>,
+}
+
+/// Checks of the scenario: what the testbed cannot build yet is an error
+/// naming the field.
+pub fn check(s: &Scenario) -> anyhow::Result<()> {
+    if s.topology != TopologyKind::Dumbbell {
+        anyhow::bail!(
+            "topology.kind: tollgate testbed builds dumbbells only (the parking lot needs the \
+             router to chain ports; not yet)"
+        );
+    }
+    crate::load::check(s)?;
+    let specs = topology::flows(s);
+    if specs.len() > MAX_FLOWS {
+        anyhow::bail!(
+            "{} flows: the testbed gives each flow a port of its own, at most {MAX_FLOWS}",
+            specs.len()
+        );
+    }
+    for (i, g) in s.flows.iter().enumerate() {
+        if g.server.is_some() {
+            anyhow::bail!("flows[{i}].server: the testbed runs its own server; remove `server`");
+        }
+        if let Ok(FlowKind::Quiche(_)) = FlowKind::parse(&g.cca) {
+            anyhow::bail!(
+                "flows[{i}].cca = \"{}\": quiche flows are not in the testbed yet (quiche's \
+                 client picks its own port, so the router cannot give it its RTT)",
+                g.cca
+            );
+        }
+    }
+    let halves = distinct_half_rtts(&specs);
+    if halves.len() > tollgate_router::classify::MAX_RULE_DELAYS {
+        anyhow::bail!(
+            "{} distinct flow RTTs: the router has {} per-rule delay classes; use fewer \
+             distinct `rtt` values",
+            halves.len(),
+            tollgate_router::classify::MAX_RULE_DELAYS
+        );
+    }
+    Ok(())
+}
+
+fn half_rtt_ns(f: &FlowSpec) -> u64 {
+    f.rtt_ns / 2
+}
+
+fn distinct_half_rtts(specs: &[FlowSpec]) -> Vec<u64> {
+    let mut v: Vec<u64> = specs.iter().map(half_rtt_ns).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The queue-limit key of a discipline, to carry the scenario's buffer.
+fn limit_key(discipline: &str) -> &'static str {
+    match discipline {
+        "cebinae" => "max_size",
+        "rrmqs" => "main_limit",
+        _ => "limit",
+    }
+}
+
+/// The router's egress table: the scenario's `[router]` keys (without
+/// `classify`), the buffer as the discipline's limit, rate and delays.
+fn egress_table(s: &Scenario, raw_router: &toml::Table, delay_capacity: u64) -> toml::Table {
+    let mut t = raw_router.clone();
+    t.remove("classify");
+    let name = s.router.discipline.clone();
+    t.insert("discipline".into(), name.clone().into());
+    t.insert(
+        limit_key(&name).into(),
+        i64::from(s.router.buffer_packets).into(),
+    );
+    t.insert("rate".into(), s.bottleneck_rate_bps.into());
+    t.insert("delay_capacity".into(), (delay_capacity as i64).into());
+    t
+}
+
+/// The `router.toml` of a run, and each flow's client port.
+pub fn router_config(
+    s: &Scenario,
+    raw_router: &toml::Table,
+    names: &netns::Names,
+) -> anyhow::Result<(String, Vec<u16>)> {
+    let specs = topology::flows(s);
+    let ports: Vec<u16> = (0..specs.len()).map(|i| FIRST_PORT + i as u16).collect();
+    let max_half = specs.iter().map(half_rtt_ns).max().unwrap_or(0);
+    // A delay class never holds more than the link carries in its delay
+    // (plus slack); the mbuf pool bounds it anyway.
+    let pkts_in_delay = s.bottleneck_rate_bps / 8.0 / 1500.0 * (max_half as f64 / 1e9);
+    let delay_capacity = (pkts_in_delay * 2.0).ceil().clamp(1024.0, 65535.0) as u64;
+    let scenario_variants = s.router.classify == "scenario";
+    let mut rules = Vec::new();
+    for (f, port) in specs.iter().zip(&ports) {
+        let delay = format!("{}ns", half_rtt_ns(f));
+        let proto = match FlowKind::parse(&f.cca) {
+            Ok(FlowKind::Tcp(_)) => "tcp",
+            _ => "udp",
+        };
+        for (dir_src, dir_port) in [("src", "src_port"), ("dst", "dst_port")] {
+            let mut r = toml::Table::new();
+            r.insert(dir_src.into(), format!("{}/32", netns::CLIENT_IP).into());
+            r.insert(dir_port.into(), i64::from(*port).into());
+            r.insert("proto".into(), proto.into());
+            r.insert("delay".into(), delay.clone().into());
+            if scenario_variants {
+                r.insert("variant".into(), i64::from(f.variant.dscp()).into());
+            }
+            rules.push(toml::Value::Table(r));
+        }
+    }
+    let egress = egress_table(s, raw_router, delay_capacity);
+    let mut doc = toml::Table::new();
+    doc.insert("mode".into(), "l2".into());
+    doc.insert("drain_timeout".into(), "1s".into());
+    doc.insert("mbufs".into(), 65535.into());
+    doc.insert("rules".into(), rules.into());
+    let mut port_tables = Vec::new();
+    for (dev, peer) in [
+        ("net_af_packet0", "net_af_packet1"),
+        ("net_af_packet1", "net_af_packet0"),
+    ] {
+        let mut p = toml::Table::new();
+        p.insert("device".into(), dev.into());
+        p.insert("peer".into(), peer.into());
+        p.insert("egress".into(), egress.clone().into());
+        port_tables.push(toml::Value::Table(p));
+    }
+    doc.insert("ports".into(), port_tables.into());
+    let text = format!(
+        "# tollgate testbed run {} (generated): port 0 faces the client ({}), port 1 the \
+         server ({}).\n{}",
+        names.id,
+        names.client_veth,
+        names.server_veth,
+        toml::to_string(&doc)?
+    );
+    Ok((text, ports))
+}
+
+/// The DPDK EAL arguments of a run.
+pub fn eal_args(names: &netns::Names, lcore: u32) -> Vec<String> {
+    vec![
+        "-l".into(),
+        lcore.to_string(),
+        "--no-huge".into(),
+        "--no-pci".into(),
+        "-m".into(),
+        "512".into(),
+        "--log-level=lib.eal:warning".into(),
+        format!("--file-prefix={}", names.file_prefix),
+        "--vdev".into(),
+        format!("net_af_packet0,iface={}", names.client_veth),
+        "--vdev".into(),
+        format!("net_af_packet1,iface={}", names.server_veth),
+    ]
+}
+
+/// One egress of the router's final report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RouterLane {
+    /// Device name.
+    pub port: String,
+    /// Discipline.
+    pub discipline: String,
+    /// `key=value` counters of the `lane` line.
+    pub counters: HashMap<String, u64>,
+    /// Transmitted bytes (sum over variants).
+    pub tx_bytes: u64,
+}
+
+impl RouterLane {
+    fn get(&self, k: &str) -> u64 {
+        self.counters.get(k).copied().unwrap_or(0)
+    }
+
+    /// Drops by reason (non-zero only), plus `tx_full` and `ring_full`.
+    pub fn drops(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = tollgate_router::DropReason::ALL
+            .iter()
+            .map(|r| {
+                (
+                    r.name().to_string(),
+                    self.get(&format!("drop_{}", r.name())),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        for k in ["tx_full", "ring_full"] {
+            if self.get(k) > 0 {
+                v.push((k.to_string(), self.get(k)));
+            }
+        }
+        v
+    }
+}
+
+/// The router's final report.
+#[derive(Clone, Debug, Default)]
+pub struct RouterReport {
+    /// Per egress, in config order.
+    pub lanes: Vec<RouterLane>,
+    /// `rx tx dropped queued` of the `tollgate-router final:` line.
+    pub totals: HashMap<String, u64>,
+    /// `accounting=ok` on that line.
+    pub accounting_ok: bool,
+}
+
+/// Parse `tollgate-router`'s final report (stdout).
+pub fn parse_router_report(stdout: &str) -> anyhow::Result<RouterReport> {
+    let kv = |line: &str| -> Vec<(String, String)> {
+        line.split_whitespace()
+            .filter_map(|t| t.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let mut rep = RouterReport::default();
+    let mut found = false;
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix("lane ") {
+            let mut lane = RouterLane::default();
+            for (k, v) in kv(rest) {
+                match k.as_str() {
+                    "port" => lane.port = v,
+                    "discipline" => lane.discipline = v,
+                    _ => {
+                        if let Ok(n) = v.parse() {
+                            lane.counters.insert(k, n);
+                        }
+                    }
+                }
+            }
+            rep.lanes.push(lane);
+        } else if let Some(rest) = line.strip_prefix("variants ") {
+            let pairs = kv(rest);
+            let port = pairs
+                .iter()
+                .find(|(k, _)| k == "port")
+                .map(|(_, v)| v.clone());
+            if let Some(lane) = rep
+                .lanes
+                .iter_mut()
+                .find(|l| Some(&l.port) == port.as_ref())
+            {
+                lane.tx_bytes = pairs
+                    .iter()
+                    .filter(|(k, _)| k != "port")
+                    .filter_map(|(_, v)| v.parse::<u64>().ok())
+                    .sum();
+            }
+        } else if let Some(rest) = line.strip_prefix("tollgate-router final:") {
+            found = true;
+            for (k, v) in kv(rest) {
+                if k == "accounting" {
+                    rep.accounting_ok = v == "ok";
+                } else if let Ok(n) = v.parse() {
+                    rep.totals.insert(k, n);
+                }
+            }
+        }
+    }
+    if !found {
+        anyhow::bail!("the router printed no final report");
+    }
+    Ok(rep)
+}
+
+/// The load generator's results plus the router's report: the bottleneck
+/// rate and discipline in the summary, the router's egresses in `ports`
+/// (`fwd1`: toward the server, `rev1`: toward the client), each flow's
+/// emulated RTT next to its measured minimum (`rtt_ms`).
+pub fn merge(s: &Scenario, mut r: Results, router: &RouterReport, run_s: f64) -> Results {
+    r.summary.bottleneck_mbps = s.bottleneck_rate_bps / 1e6;
+    r.summary.discipline = s.router.discipline.clone();
+    let specs = topology::flows(s);
+    for (f, spec) in r.flows.iter_mut().zip(&specs) {
+        f.emulated_rtt_ms = Some(spec.rtt_ns as f64 / 1e6);
+    }
+    r.ports = router
+        .lanes
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let dropped = l.drops();
+            let total_drops: u64 = tollgate_router::DropReason::ALL
+                .iter()
+                .map(|d| l.get(&format!("drop_{}", d.name())))
+                .sum();
+            let received = l.get("received");
+            let transmitted = l.get("transmitted");
+            let in_flight = l.get("in_flight");
+            PortResult {
+                name: if i == 1 { "fwd1" } else { "rev1" }.to_string(),
+                discipline: l.discipline.clone(),
+                received,
+                transmitted,
+                dropped,
+                marked: l.get("marked"),
+                in_flight,
+                accounting_exact: received == transmitted + total_drops + in_flight,
+                utilization: if run_s > 0.0 {
+                    l.tx_bytes as f64 * 8.0 / (s.bottleneck_rate_bps * run_s)
+                } else {
+                    0.0
+                },
+                queue_delay_ms: None,
+            }
+        })
+        .collect();
+    // Forward bottleneck first, as in `sim`.
+    r.ports.sort_by_key(|p| p.name != "fwd1");
+    if let Some(fwd) = r.ports.first() {
+        r.summary.utilization = fwd.utilization;
+    }
+    if let Some(env) = &mut r.environment {
+        env.tool = "testbed".into();
+        env.note = format!(
+            "namespace testbed: client and server namespaces through tollgate-router \
+             (net_af_packet on veth, L2); bottleneck {:.0} Mbit/s with {} in both directions; \
+             each flow's rtt emulated by router rules (half each way); rtt_ms is the measured \
+             minimum RTT, emulated_rtt_ms the scenario's; port utilization is over the whole \
+             run ({run_s:.1} s, frame bytes)",
+            s.bottleneck_rate_bps / 1e6,
+            s.router.discipline
+        );
+    }
+    r
+}
+
+/// What a testbed run produced.
+#[derive(Debug)]
+pub struct TestbedRun {
+    /// The merged results.
+    pub results: Results,
+    /// The router's report.
+    pub router: RouterReport,
+    /// load's exit code.
+    pub load_exit: Option<i32>,
+    /// The router's exit code.
+    pub router_exit: Option<i32>,
+}
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Everything that must hold before building anything.
+pub fn preflight(o: &TestbedOptions) -> anyhow::Result<()> {
+    if !is_root() {
+        anyhow::bail!(
+            "tollgate testbed needs root (network namespaces, veth pairs and DPDK's af_packet \
+             ports): run it with sudo"
+        );
+    }
+    if !o.router_bin.is_file() {
+        anyhow::bail!(
+            "the router binary {} does not exist: build it with `cargo build --release -p \
+             tollgate-dataplane --features dpdk` (target/release/tollgate-router), or give its \
+             path with --router-bin or TOLLGATE_ROUTER_BIN",
+            o.router_bin.display()
+        );
+    }
+    if netns::sh(&["ip", "-V"]).is_err() {
+        anyhow::bail!("`ip` (iproute2) is not installed: apt-get install iproute2");
+    }
+    if netns::sh(&["ethtool", "--version"]).is_err() {
+        anyhow::bail!("`ethtool` is not installed: apt-get install ethtool");
+    }
+    let left = netns::leftover_runs();
+    if !left.is_empty() {
+        anyhow::bail!(
+            "a crashed testbed run left namespaces or veths behind (runs {:?}, names starting \
+             with `{}`): remove them with `tollgate testbed --cleanup`",
+            left,
+            netns::PREFIX
+        );
+    }
+    Ok(())
+}
+
+/// Run scenario `s` (read from `o.scenario_path`, whose `[router]` table is
+/// `raw_router`). `stop` (Ctrl-C) ends the flows early: load writes partial
+/// results, and everything is torn down as after a normal run.
+pub fn run(
+    s: &Scenario,
+    raw_router: &toml::Table,
+    o: &TestbedOptions,
+    stop: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> anyhow::Result<TestbedRun> {
+    check(s)?;
+    preflight(o)?;
+    std::fs::create_dir_all(&o.work_dir)?;
+    let names = netns::Names::new(std::process::id());
+    let (config, ports) = router_config(s, raw_router, &names)?;
+    let cfg_path = o.work_dir.join("router.toml");
+    std::fs::write(&cfg_path, &config)?;
+
+    // Declared first, dropped last: the processes go before the namespaces.
+    let topo = netns::Topology::build(names.clone())?;
+    log(&format!(
+        "namespaces {} / {} built; starting tollgate-router",
+        names.client_ns, names.server_ns
+    ));
+    let mut router_cmd = std::process::Command::new(&o.router_bin);
+    router_cmd
+        .arg("--config")
+        .arg(&cfg_path)
+        .arg("--quiet")
+        .arg("--")
+        .args(eal_args(&names, o.router_lcore));
+    netns::die_with_parent(&mut router_cmd);
+    let mut router = netns::Proc::spawn(
+        "tollgate-router",
+        router_cmd,
+        &o.work_dir.join("router.out"),
+        &o.work_dir.join("router.err"),
+    )?;
+    std::fs::create_dir_all(netns::RUN_DIR)?;
+    if let Some(pid) = router.id() {
+        std::fs::write(names.router_pid_file(), pid.to_string())?;
+    }
+
+    let cert = o.work_dir.join("cert.pem");
+    let _ = std::fs::remove_file(&cert);
+    let server_addr = format!("{}:{SERVER_PORT}", netns::SERVER_IP);
+    let serve_args: Vec<String> = [
+        "serve",
+        "--listen",
+        &server_addr,
+        "--self-signed",
+        "--cert-out",
+        &cert.to_string_lossy(),
+        "--threads",
+        "1",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let mut serve = netns::Proc::spawn(
+        "tollgate serve",
+        netns::in_netns(&names.server_ns, &o.tollgate_bin, &serve_args),
+        &o.work_dir.join("serve.out"),
+        &o.work_dir.join("serve.err"),
+    )?;
+
+    // The path is up when a TCP connection from the client reaches the server.
+    let reachable = netns::tcp_reachable(
+        &names.client_ns,
+        server_addr.parse().expect("server address"),
+        Duration::from_secs(15),
+    );
+    if let Some(st) = router.try_wait() {
+        anyhow::bail!(
+            "tollgate-router exited at start ({st}): {}",
+            tail(&o.work_dir.join("router.err"))
+        );
+    }
+    if let Some(st) = serve.try_wait() {
+        anyhow::bail!(
+            "tollgate serve exited at start ({st}): {}",
+            tail(&o.work_dir.join("serve.err"))
+        );
+    }
+    if !reachable || !cert.exists() {
+        anyhow::bail!(
+            "the server is not reachable from the client namespace through the router within \
+             15 s; router: {}; serve: {}",
+            tail(&o.work_dir.join("router.err")),
+            tail(&o.work_dir.join("serve.err"))
+        );
+    }
+
+    log(&format!(
+        "path up; running {} flows for {:.1} s",
+        s.flow_count(),
+        s.duration_s
+    ));
+    let load_out = o.work_dir.join("load");
+    let mut load_args: Vec<String> = vec![
+        "load".into(),
+        o.scenario_path.to_string_lossy().into(),
+        "--server".into(),
+        server_addr.clone(),
+        "--ca".into(),
+        cert.to_string_lossy().into(),
+        "--bind".into(),
+        netns::CLIENT_IP.into(),
+        "--bind-ports".into(),
+        ports
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        "--threads".into(),
+        "1".into(),
+        "--out".into(),
+        load_out.to_string_lossy().into(),
+        "--quiet".into(),
+        "--no-plots".into(),
+    ];
+    load_args.extend(o.load_args.iter().cloned());
+    let started = std::time::Instant::now();
+    let mut load = netns::Proc::spawn(
+        "tollgate load",
+        netns::in_netns(&names.client_ns, &o.tollgate_bin, &load_args),
+        &o.work_dir.join("load.out"),
+        &o.work_dir.join("load.err"),
+    )?;
+    let limit =
+        Duration::from_secs_f64(s.duration_s) + crate::load::GRACE + Duration::from_secs(30);
+    let mut interrupted = false;
+    let load_status = loop {
+        if let Some(st) = load.try_wait() {
+            break Some(st);
+        }
+        if stop.load(Ordering::Relaxed) && !interrupted {
+            interrupted = true;
+            load.signal(libc::SIGINT);
+        }
+        if started.elapsed() > limit {
+            break load.stop(Duration::from_secs(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let run_s = started.elapsed().as_secs_f64();
+    let router_status = router.stop(Duration::from_secs(10));
+    let _ = serve.stop(Duration::from_secs(5));
+    drop(topo);
+
+    let router_out = std::fs::read_to_string(o.work_dir.join("router.out")).unwrap_or_default();
+    let report = parse_router_report(&router_out).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} ({}): {}",
+            router_status.map_or("killed".to_string(), |s| s.to_string()),
+            tail(&o.work_dir.join("router.err"))
+        )
+    })?;
+    let load_results = crate::experiment::run_dir(&load_out, s).join("results.json");
+    let r = results::read(&load_results).map_err(|e| {
+        anyhow::anyhow!(
+            "tollgate load wrote no results ({e}; exit {}): {}",
+            load_status.map_or("killed".to_string(), |s| s.to_string()),
+            tail(&o.work_dir.join("load.err"))
+        )
+    })?;
+    Ok(TestbedRun {
+        results: merge(s, r, &report, run_s),
+        router: report,
+        load_exit: load_status.and_then(|s| s.code()),
+        router_exit: router_status.and_then(|s| s.code()),
+    })
+}
+
+/// The last lines of a log file, for an error message.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let from = lines.len().saturating_sub(5);
+    if lines.is_empty() {
+        format!("({} is empty)", path.display())
+    } else {
+        lines[from..].join(" | ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(router: &str) -> (Scenario, toml::Table) {
+        let text = format!(
+            r#"name = "tb"
+duration = "5s"
+[topology]
+kind = "dumbbell"
+bottleneck = {{ rate = "100Mbit", delay = "1ms", buffer = "100pkt" }}
+[router]
+{router}
+[[flows]]
+count = 2
+cca = "newreno"
+rtt = "10ms"
+[[flows]]
+cca = "tcp:cubic"
+rtt = "100ms"
+"#
+        );
+        let plan = crate::scenario::parse_plan(&text).unwrap();
+        let raw: toml::Table = toml::from_str(&text).unwrap();
+        let router = raw
+            .get("router")
+            .and_then(|v| v.as_table())
+            .cloned()
+            .unwrap();
+        (plan.runs.into_iter().next().unwrap(), router)
+    }
+
+    #[test]
+    fn the_router_config_has_a_delay_rule_per_flow_and_direction_and_the_discipline() {
+        let (s, raw) = scenario("discipline = \"red\"\nclassify = \"scenario\"\nmax_p = 0.2");
+        check(&s).unwrap();
+        let names = netns::Names::new(77);
+        let (text, ports) = router_config(&s, &raw, &names).unwrap();
+        assert_eq!(ports, vec![FIRST_PORT, FIRST_PORT + 1, FIRST_PORT + 2]);
+        let doc: toml::Table = toml::from_str(&text).unwrap();
+        let rules = doc["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 6);
+        let r = |i: usize, k: &str| rules[i].get(k).cloned();
+        assert_eq!(r(0, "src_port").unwrap().as_integer(), Some(41000));
+        assert_eq!(r(1, "dst_port").unwrap().as_integer(), Some(41000));
+        assert_eq!(r(0, "delay").unwrap().as_str(), Some("5000000ns"));
+        assert_eq!(r(4, "delay").unwrap().as_str(), Some("50000000ns"));
+        assert_eq!(r(4, "proto").unwrap().as_str(), Some("tcp"));
+        assert_eq!(r(0, "proto").unwrap().as_str(), Some("udp"));
+        // classify = "scenario": the rules carry the flow's variant.
+        assert_eq!(
+            r(0, "variant").unwrap().as_integer(),
+            Some(i64::from(tollgate_cca::VariantId::NEWRENO.dscp()))
+        );
+        let egress = doc["ports"].as_array().unwrap()[1]["egress"]
+            .as_table()
+            .unwrap();
+        assert_eq!(egress["discipline"].as_str(), Some("red"));
+        assert_eq!(egress["limit"].as_integer(), Some(100));
+        assert_eq!(egress["max_p"].as_float(), Some(0.2));
+        assert!(egress.get("classify").is_none());
+    }
+
+    #[test]
+    fn the_final_report_is_parsed_and_merged_into_ports() {
+        let out = "\
+lane port=net_af_packet0 discipline=droptail received=10 transmitted=10 tx_sent=10 tx_full=0 ring_full=0 bypass=0 in_flight=0 marked=0 drop_overlimit=0
+variants port=net_af_packet0 unmarked=640
+lane port=net_af_packet1 discipline=droptail received=100 transmitted=90 tx_sent=90 tx_full=0 ring_full=0 bypass=0 in_flight=2 marked=1 drop_overlimit=8
+variants port=net_af_packet1 newreno=125000000 cubic=125000000
+tollgate-router final: rx=110 tx=100 dropped=8 queued=2 accounting=ok
+";
+        let rep = parse_router_report(out).unwrap();
+        assert!(rep.accounting_ok);
+        assert_eq!(rep.lanes.len(), 2);
+        assert_eq!(rep.lanes[1].tx_bytes, 250_000_000);
+        assert_eq!(rep.lanes[1].drops(), vec![("overlimit".to_string(), 8)]);
+        assert!(parse_router_report("lane port=x").is_err());
+        let (s, _) = scenario("discipline = \"droptail\"");
+        let stub = crate::sim::RunData {
+            t: vec![1.0],
+            flows: Vec::new(),
+            ports: Vec::new(),
+            packets_sent: 0,
+            events: 0,
+            partial: false,
+            reached_s: 1.0,
+        };
+        let base = results::build(&s, &stub);
+        let m = merge(&s, base, &rep, 20.0);
+        assert_eq!(m.ports[0].name, "fwd1");
+        assert_eq!((m.ports[0].received, m.ports[0].transmitted), (100, 90));
+        assert!(m.ports[0].accounting_exact);
+        // 250 MB in 20 s at 100 Mbit/s.
+        assert!((m.ports[0].utilization - 1.0).abs() < 1e-9);
+        assert_eq!(m.summary.bottleneck_mbps, 100.0);
+        // A lane whose counters do not add up is reported as such.
+        let bad = parse_router_report(&out.replace("in_flight=2", "in_flight=5")).unwrap();
+        assert!(!merge(&s, results::build(&s, &stub), &bad, 20.0).ports[0].accounting_exact);
+    }
+}

@@ -1,0 +1,506 @@
+//! The namespaces, veth pairs and processes of one testbed run, and the
+//! clean-up of what a crashed run left.
+//!
+//! Every name starts with [`PREFIX`] and carries the testbed's process id:
+//! namespaces `tgtb-<pid>-c` (client) and `tgtb-<pid>-s` (server), the
+//! router-side veth ends `tgtb<pid>c` / `tgtb<pid>s` (the other ends are
+//! `eth0` inside the namespaces), the DPDK runtime directory
+//! `/var/run/dpdk/tgtb-<pid>` and the router's pid file
+//! `/run/tollgate-testbed/<pid>.router`. [`cleanup_leftovers`] finds all of
+//! them by the prefix.
+//!
+//! Child processes are started with `PR_SET_PDEATHSIG = SIGKILL`: when the
+//! testbed dies, even by SIGKILL, the kernel kills the router, the server
+//! and the load generator; only the namespaces and veths stay, for
+//! `tollgate testbed --cleanup`.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Prefix of every name the testbed creates.
+pub const PREFIX: &str = "tgtb";
+/// Directory of the router pid files.
+pub const RUN_DIR: &str = "/run/tollgate-testbed";
+/// DPDK's runtime directory (`--file-prefix` subdirectories).
+pub const DPDK_RUN_DIR: &str = "/var/run/dpdk";
+
+/// The client's address (and the source of every flow).
+pub const CLIENT_IP: &str = "10.201.0.1";
+/// The server's address.
+pub const SERVER_IP: &str = "10.201.0.2";
+const CLIENT_MAC: &str = "02:7b:00:00:00:01";
+const SERVER_MAC: &str = "02:7b:00:00:00:02";
+
+/// Run a command; `Err` naming it, with its stderr, when it fails.
+pub fn sh(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    }
+}
+
+fn lines_of(args: &[&str]) -> Vec<String> {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The names of one run.
+#[derive(Clone, Debug)]
+pub struct Names {
+    /// The testbed's process id.
+    pub id: u32,
+    /// Client namespace.
+    pub client_ns: String,
+    /// Server namespace.
+    pub server_ns: String,
+    /// Router-side veth toward the client.
+    pub client_veth: String,
+    /// Router-side veth toward the server.
+    pub server_veth: String,
+    /// DPDK `--file-prefix`.
+    pub file_prefix: String,
+}
+
+impl Names {
+    /// The names of the run of process `id`.
+    pub fn new(id: u32) -> Names {
+        Names {
+            id,
+            client_ns: format!("{PREFIX}-{id}-c"),
+            server_ns: format!("{PREFIX}-{id}-s"),
+            client_veth: format!("{PREFIX}{id}c"),
+            server_veth: format!("{PREFIX}{id}s"),
+            file_prefix: format!("{PREFIX}-{id}"),
+        }
+    }
+
+    /// The run's working directory (configs, certificate, logs).
+    pub fn work_dir(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("tollgate-testbed-{}", self.id))
+    }
+
+    /// The router's pid file.
+    pub fn router_pid_file(&self) -> PathBuf {
+        Path::new(RUN_DIR).join(format!("{}.router", self.id))
+    }
+}
+
+/// The two namespaces and veth pairs; removed (with the DPDK runtime
+/// directory and the pid file) on drop.
+#[derive(Debug)]
+pub struct Topology {
+    /// Its names.
+    pub names: Names,
+}
+
+impl Topology {
+    /// Build client ns <-> veth <-> (router) <-> veth <-> server ns, with
+    /// offloads off (real frames on the wire) and static neighbours (the
+    /// router is an L2 bump in the wire).
+    pub fn build(names: Names) -> anyhow::Result<Topology> {
+        let t = Topology { names };
+        let n = &t.names;
+        for (ns, outer, addr, mac) in [
+            (&n.client_ns, &n.client_veth, CLIENT_IP, CLIENT_MAC),
+            (&n.server_ns, &n.server_veth, SERVER_IP, SERVER_MAC),
+        ] {
+            sh(&["ip", "netns", "add", ns])?;
+            sh(&[
+                "ip", "link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", ns,
+            ])?;
+            sh(&["ip", "-n", ns, "link", "set", "eth0", "address", mac])?;
+            sh(&[
+                "ip",
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                "eth0",
+            ])?;
+            sh(&["ip", "-n", ns, "link", "set", "eth0", "up"])?;
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+            sh(&["ip", "link", "set", outer, "up"])?;
+            let off = [
+                "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off",
+            ];
+            let mut inner = vec!["ip", "netns", "exec", ns, "ethtool", "-K", "eth0"];
+            inner.extend(off);
+            sh(&inner).map_err(|e| anyhow::anyhow!("{e} (is ethtool installed?)"))?;
+            let mut outer_cmd = vec!["ethtool", "-K", outer.as_str()];
+            outer_cmd.extend(off);
+            sh(&outer_cmd)?;
+        }
+        for (ns, ip, mac) in [
+            (&n.client_ns, SERVER_IP, SERVER_MAC),
+            (&n.server_ns, CLIENT_IP, CLIENT_MAC),
+        ] {
+            sh(&[
+                "ip",
+                "-n",
+                ns,
+                "neigh",
+                "add",
+                ip,
+                "lladdr",
+                mac,
+                "dev",
+                "eth0",
+                "nud",
+                "permanent",
+            ])?;
+        }
+        Ok(t)
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        remove_run(&self.names);
+    }
+}
+
+/// Remove everything of the run `names` (quietly; what is absent is fine):
+/// processes left in its namespaces, the namespaces, the veths, the DPDK
+/// runtime directory, the pid file. Returns what was removed.
+pub fn remove_run(names: &Names) -> Vec<String> {
+    let mut removed = Vec::new();
+    if let Some(pid) = read_router_pid(&names.router_pid_file()) {
+        if kill_if_router(pid) {
+            removed.push(format!("tollgate-router process {pid}"));
+        }
+    }
+    let _ = std::fs::remove_file(names.router_pid_file());
+    for ns in [&names.client_ns, &names.server_ns] {
+        removed.extend(remove_netns(ns));
+    }
+    for l in [&names.client_veth, &names.server_veth] {
+        if sh(&["ip", "link", "del", l]).is_ok() {
+            removed.push(format!("veth {l}"));
+        }
+    }
+    let dpdk = Path::new(DPDK_RUN_DIR).join(&names.file_prefix);
+    if dpdk.exists() && std::fs::remove_dir_all(&dpdk).is_ok() {
+        removed.push(format!("DPDK runtime directory {}", dpdk.display()));
+    }
+    removed
+}
+
+/// [`remove_run`] for a run whose testbed is gone: also its working directory.
+fn remove_dead_run(names: &Names) -> Vec<String> {
+    let mut removed = remove_run(names);
+    let work = names.work_dir();
+    if work.exists() && std::fs::remove_dir_all(&work).is_ok() {
+        removed.push(format!("working directory {}", work.display()));
+    }
+    removed
+}
+
+/// Kill every process in namespace `ns`, then delete it.
+fn remove_netns(ns: &str) -> Vec<String> {
+    let mut removed = Vec::new();
+    if !netns_list().iter().any(|n| n == ns) {
+        return removed;
+    }
+    for _ in 0..50 {
+        let pids: Vec<i32> = lines_of(&["ip", "netns", "pids", ns])
+            .iter()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) by pid; the pids are those of the namespace.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            removed.push(format!("process {pid} in {ns}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if sh(&["ip", "netns", "del", ns]).is_ok() {
+        removed.push(format!("namespace {ns}"));
+    }
+    removed
+}
+
+fn read_router_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// SIGKILL `pid` if it is (still) a tollgate-router; whether it was.
+fn kill_if_router(pid: i32) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if !String::from_utf8_lossy(&cmdline).contains("tollgate-router") {
+        return false;
+    }
+    // SAFETY: kill(2) of a process we checked is a tollgate-router.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    true
+}
+
+/// Every network namespace name.
+pub fn netns_list() -> Vec<String> {
+    lines_of(&["ip", "netns", "list"])
+        .iter()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// Every link name in this namespace.
+fn link_list() -> Vec<String> {
+    lines_of(&["ip", "-o", "link", "show"])
+        .iter()
+        .filter_map(|l| {
+            let name = l.split(':').nth(1)?.trim();
+            Some(name.split('@').next().unwrap_or(name).to_string())
+        })
+        .collect()
+}
+
+/// The run id in a testbed name (`tgtb-123-c`, `tgtb123s`, `tgtb-123`).
+fn run_id(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?.trim_start_matches('-');
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Whether process `id` is a live `tollgate` (a testbed still running).
+fn testbed_alive(id: u32) -> bool {
+    std::fs::read(format!("/proc/{id}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).contains("testbed"))
+        .unwrap_or(false)
+}
+
+/// Runs whose namespaces, veths, DPDK directories or pid files exist but
+/// whose testbed process is gone (crashed or killed).
+pub fn leftover_runs() -> Vec<u32> {
+    let mut ids: Vec<u32> = netns_list()
+        .iter()
+        .chain(link_list().iter())
+        .filter_map(|n| run_id(n))
+        .collect();
+    for dir in [RUN_DIR, DPDK_RUN_DIR] {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if let Some(id) = name
+                    .strip_suffix(".router")
+                    .and_then(|n| n.parse().ok())
+                    .or_else(|| run_id(&name))
+                {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids.retain(|&id| !testbed_alive(id));
+    ids
+}
+
+/// Remove everything every crashed run left; returns what was removed.
+pub fn cleanup_leftovers() -> Vec<String> {
+    leftover_runs()
+        .into_iter()
+        .flat_map(|id| remove_dead_run(&Names::new(id)))
+        .collect()
+}
+
+/// `cmd` set up to be killed with SIGKILL when this process dies.
+pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("the testbed exited"));
+            }
+            Ok(())
+        })
+    }
+}
+
+/// `ip netns exec NS PROGRAM ARGS...`, dying with this process.
+pub fn in_netns(ns: &str, program: &Path, args: &[String]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(program).args(args);
+    die_with_parent(&mut c);
+    c
+}
+
+/// A child process: SIGINT then SIGKILL and reaped on [`Proc::stop`] or drop.
+#[derive(Debug)]
+pub struct Proc {
+    /// What it is, for messages.
+    pub what: &'static str,
+    child: Option<Child>,
+}
+
+impl Proc {
+    /// Spawn `cmd` (stdout/stderr to the given files).
+    pub fn spawn(
+        what: &'static str,
+        mut cmd: Command,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> anyhow::Result<Proc> {
+        let out = std::fs::File::create(stdout)?;
+        let err = std::fs::File::create(stderr)?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("cannot start {what}: {e}"))?;
+        Ok(Proc {
+            what,
+            child: Some(child),
+        })
+    }
+
+    /// Its pid.
+    pub fn id(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Its exit status if it has exited.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// Send `sig` (if still running).
+    pub fn signal(&mut self, sig: i32) {
+        if let Some(c) = &mut self.child {
+            if c.try_wait().ok().flatten().is_none() {
+                // SAFETY: kill(2) of our own, not yet reaped, child.
+                unsafe {
+                    libc::kill(c.id() as i32, sig);
+                }
+            }
+        }
+    }
+
+    /// Wait until it exits or `limit` passes.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGINT, up to `grace` to exit, then SIGKILL; the exit status (None if killed).
+    pub fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        self.signal(libc::SIGINT);
+        let s = self.wait_for(grace);
+        if s.is_none() {
+            if let Some(c) = &mut self.child {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        self.child = None;
+        s
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Move the calling thread (only) into network namespace `ns`.
+pub fn enter_netns(ns: &str) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
+    // SAFETY: `f` is an open namespace file; setns affects only this thread.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether a TCP connection from namespace `ns` to `addr` succeeds within
+/// `limit` (retrying): the path through the router is up.
+pub fn tcp_reachable(ns: &str, addr: std::net::SocketAddr, limit: Duration) -> bool {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        if enter_netns(&ns).is_err() {
+            return false;
+        }
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    })
+    .join()
+    .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fit_interfaces_and_carry_the_run_id() {
+        let n = Names::new(4_194_304); // the largest pid_max
+        assert!(n.client_veth.len() <= 15 && n.server_veth.len() <= 15);
+        for name in [
+            &n.client_ns,
+            &n.server_ns,
+            &n.client_veth,
+            &n.server_veth,
+            &n.file_prefix,
+        ] {
+            assert_eq!(run_id(name), Some(4_194_304), "{name}");
+        }
+        assert_eq!(run_id("tgtbx"), None);
+        assert_eq!(run_id("eth0"), None);
+    }
+}
