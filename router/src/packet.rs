@@ -968,52 +968,24 @@ mod tests {
             udp4(&key4(), (5 << 2) | 0b01, 100),
             ipv6_tcp(&[], PROTO_TCP),
         ];
-        let mut t = udp4(
-            &FlowKey {
-                proto: PROTO_TCP,
-                ..key4()
-            },
-            0,
-            30,
-        );
-        t[23] = PROTO_TCP;
-        t[46] = 5 << 4;
-        t[47] = 0x12;
-        bases.push(t);
+        bases.push(tcp4(0x12));
         let mut u6 = ipv6_tcp(&[], PROTO_UDP);
         let ulen = (u6.len() - 54) as u16;
         u6[58..60].copy_from_slice(&ulen.to_be_bytes());
         bases.push(u6);
-        let mut x = 0x1234_5678_9ABC_DEF1u64;
-        let mut next = || {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        };
         let (mut fast, mut total) = (0, 0);
         for b in &bases {
             assert!(parse_fast(b).is_some(), "base frame not on the fast path");
             assert_eq!(parse_fast(b).map(Ok), Some(parse_ethernet_general(b)));
         }
-        for _ in 0..200_000 {
-            let mut f = bases[(next() % bases.len() as u64) as usize].clone();
-            for _ in 0..(next() % 3) {
-                let i = (next() % 70) as usize % f.len();
-                f[i] = next() as u8;
-            }
-            if next() % 4 == 0 {
-                f.truncate((next() % (f.len() as u64 + 1)) as usize);
-            } else if next() % 4 == 0 {
-                f.resize(f.len() + (next() % 20) as usize, 0);
-            }
+        for_each_mutation(&bases, 0x1234_5678_9ABC_DEF1, 70, |f| {
             total += 1;
-            if let Some(info) = parse_fast(&f) {
+            if let Some(info) = parse_fast(f) {
                 fast += 1;
-                assert_eq!(Ok(info), parse_ethernet_general(&f), "frame {f:02x?}");
+                assert_eq!(Ok(info), parse_ethernet_general(f), "frame {f:02x?}");
             }
-            assert_eq!(parse_ethernet(&f), parse_ethernet_general(&f));
-        }
+            assert_eq!(parse_ethernet(f), parse_ethernet_general(f));
+        });
         assert!(fast > total / 4, "fast path taken {fast} of {total}");
     }
 
@@ -1021,41 +993,16 @@ mod tests {
     fn v4_fast_path_agrees_with_the_general_parser() {
         // parse_fast_v4 must accept only frames the general parser accepts,
         // with the same fields, on valid frames and random mutations.
-        let mut bases = vec![udp4(&key4(), 0b10, 0), udp4(&key4(), (5 << 2) | 0b01, 100)];
-        let mut t = udp4(
-            &FlowKey {
-                proto: PROTO_TCP,
-                ..key4()
-            },
-            0,
-            30,
-        );
-        t[23] = PROTO_TCP;
-        t[46] = 5 << 4;
-        t[47] = 0x11;
-        bases.push(t);
-        let mut x = 0x0DDB_1A5E_5BAD_5EEDu64;
-        let mut next = || {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        };
+        let bases = vec![
+            udp4(&key4(), 0b10, 0),
+            udp4(&key4(), (5 << 2) | 0b01, 100),
+            tcp4(0x11),
+        ];
         let (mut fast, mut total) = (0, 0);
-        for _ in 0..200_000 {
-            let mut f = bases[(next() % bases.len() as u64) as usize].clone();
-            for _ in 0..(next() % 3) {
-                let i = (next() % 60) as usize % f.len();
-                f[i] = next() as u8;
-            }
-            if next() % 4 == 0 {
-                f.truncate((next() % (f.len() as u64 + 1)) as usize);
-            } else if next() % 4 == 0 {
-                f.resize(f.len() + (next() % 20) as usize, 0);
-            }
+        for_each_mutation(&bases, 0x0DDB_1A5E_5BAD_5EED, 60, |f| {
             total += 1;
-            let general = parse_ethernet_general(&f);
-            if let Some(h) = parse_fast_v4(&f) {
+            let general = parse_ethernet_general(f);
+            if let Some(h) = parse_fast_v4(f) {
                 fast += 1;
                 let info =
                     general.unwrap_or_else(|e| panic!("fast accepted, general {e:?}: {f:02x?}"));
@@ -1075,8 +1022,51 @@ mod tests {
                     && (info.flow.proto == PROTO_UDP || info.flow.proto == PROTO_TCP);
                 assert!(!shape, "fast path refused a frame of its shape: {f:02x?}");
             }
-        }
+        });
         assert!(fast > total / 4, "fast path taken {fast} of {total}");
+    }
+
+    /// A TCP/IPv4 frame (`udp4`'s layout with the protocol and a 20-byte
+    /// TCP header patched in) carrying TCP flags `flags`.
+    fn tcp4(flags: u8) -> Vec<u8> {
+        let mut t = udp4(
+            &FlowKey {
+                proto: PROTO_TCP,
+                ..key4()
+            },
+            0,
+            30,
+        );
+        t[23] = PROTO_TCP;
+        t[46] = 5 << 4;
+        t[47] = flags;
+        t
+    }
+
+    /// Call `check` on 200,000 random mutations of `bases` (xorshift from
+    /// `seed`): up to two bytes among the first `reach` replaced, then
+    /// sometimes truncated or zero-extended.
+    fn for_each_mutation(bases: &[Vec<u8>], seed: u64, reach: u64, mut check: impl FnMut(&[u8])) {
+        let mut x = seed;
+        let mut next = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        for _ in 0..200_000 {
+            let mut f = bases[(next() % bases.len() as u64) as usize].clone();
+            for _ in 0..(next() % 3) {
+                let i = (next() % reach) as usize % f.len();
+                f[i] = next() as u8;
+            }
+            if next() % 4 == 0 {
+                f.truncate((next() % (f.len() as u64 + 1)) as usize);
+            } else if next() % 4 == 0 {
+                f.resize(f.len() + (next() % 20) as usize, 0);
+            }
+            check(&f);
+        }
     }
 
     #[test]

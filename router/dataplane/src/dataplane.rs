@@ -141,9 +141,7 @@ impl TxSink<'_> {
     #[inline]
     fn send(&mut self, m: Mbuf) {
         if self.tx.is_full() {
-            let (sent, freed) = self.tx.tx(self.dev_id, self.queue);
-            self.c.tx_sent += sent as u64;
-            self.c.tx_full += freed as u64;
+            flush(self.tx, self.dev_id, self.queue, self.c);
         }
         // Cannot fail: the buffer was just flushed if it was full.
         let _ = self.tx.push(m);
@@ -215,10 +213,17 @@ impl TxSinkParts<'_> {
         };
         sink.c.note_poll(now);
         lane.port.poll(now, &mut sink);
-        let (sent, freed) = lane.tx.tx(lane.dev_id, lane.queue);
-        lane.c.tx_sent += sent as u64;
-        lane.c.tx_full += freed as u64;
+        flush(&mut lane.tx, lane.dev_id, lane.queue, &mut lane.c);
     }
+}
+
+/// Transmit what `tx` holds on `dev_id`/`queue`, counting what was sent and
+/// what the full TX ring made us free.
+#[inline]
+fn flush(tx: &mut Burst<TX_BURST>, dev_id: u16, queue: u16, c: &mut LaneCounters) {
+    let (sent, freed) = tx.tx(dev_id, queue);
+    c.tx_sent += sent as u64;
+    c.tx_full += freed as u64;
 }
 
 /// Fill `o` with `l`'s numbers (plain copies, no text).
@@ -482,20 +487,11 @@ impl Router {
     /// Poll every pipeline at `now` and flush the TX buffers.
     #[inline]
     pub fn tx_all(&mut self, now: Time) {
+        let mut parts = TxSinkParts {
+            pcap: self.pcap.as_mut(),
+        };
         for lane in &mut self.lanes {
-            let mut sink = TxSink {
-                now,
-                dev_id: lane.dev_id,
-                queue: lane.queue,
-                tx: &mut lane.tx,
-                c: &mut lane.c,
-                pcap: self.pcap.as_mut(),
-            };
-            sink.c.note_poll(now);
-            lane.port.poll(now, &mut sink);
-            let (sent, freed) = lane.tx.tx(lane.dev_id, lane.queue);
-            lane.c.tx_sent += sent as u64;
-            lane.c.tx_full += freed as u64;
+            parts.poll(lane, now);
         }
     }
 
