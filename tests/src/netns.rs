@@ -14,21 +14,10 @@ pub fn have(cmd: &str, arg: &str) -> bool {
         .is_ok()
 }
 
-/// Run a command; `Err` with its stderr when it fails.
+/// Run a command; `Err` with its stderr when it fails (the testbed's
+/// [`tollgate_tools::testbed::netns::sh`], its error as text).
 pub fn sh(args: &[&str]) -> Result<(), String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
+    tollgate_tools::testbed::netns::sh(args).map_err(|e| e.to_string())
 }
 
 /// Two namespaces (`ns_a` 10.77.0.1, `ns_b` 10.77.0.2) and two veth pairs
@@ -150,16 +139,9 @@ impl Topology {
     }
 }
 
-/// Move the calling thread (only) into network namespace `ns`.
-pub fn enter_netns(ns: &str) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let f = std::fs::File::open(format!("/var/run/netns/{ns}"))?;
-    // SAFETY: `f` is an open namespace file; setns affects only this thread.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
+/// Move the calling thread (only) into network namespace `ns`: the
+/// testbed's own.
+pub use tollgate_tools::testbed::netns::enter_netns;
 
 /// A child process killed (by its pid) and reaped on drop.
 #[derive(Debug)]

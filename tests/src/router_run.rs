@@ -92,6 +92,27 @@ impl Run {
             .unwrap_or_default()
     }
 
+    /// The final totals `(rx, tx, dropped, queued)`, asserting that the
+    /// router reported `accounting=ok` and that they add up
+    /// (`rx = tx + dropped + queued`); `what` names the case in failures.
+    pub fn exact_totals(&self, what: &str) -> (u64, u64, u64, u64) {
+        let t = self.totals();
+        assert_eq!(
+            t.get("accounting").map(String::as_str),
+            Some("ok"),
+            "{what}: {}",
+            self.stdout
+        );
+        let (rx, tx, dropped, queued) = (
+            num(&t, "rx"),
+            num(&t, "tx"),
+            num(&t, "dropped"),
+            num(&t, "queued"),
+        );
+        assert_eq!(rx, tx + dropped + queued, "{what}: {t:?}");
+        (rx, tx, dropped, queued)
+    }
+
     /// The `lane port=NAME ...` line as key=value pairs.
     pub fn lane(&self, port: &str) -> HashMap<String, String> {
         let tag = format!("lane port={port} ");

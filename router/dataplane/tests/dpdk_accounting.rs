@@ -72,20 +72,7 @@ fn each_discipline_forwards_with_exact_accounting() {
             run.stdout,
             run.stderr
         );
-        let t = run.totals();
-        assert_eq!(
-            t.get("accounting").map(String::as_str),
-            Some("ok"),
-            "{name}: {}",
-            run.stdout
-        );
-        let (rx, tx, dropped, queued) = (
-            num(&t, "rx"),
-            num(&t, "tx"),
-            num(&t, "dropped"),
-            num(&t, "queued"),
-        );
-        assert_eq!(rx, tx + dropped + queued, "{name}");
+        let (rx, tx, dropped, queued) = run.exact_totals(name);
         let lane = run.lane("net_null1");
         assert_eq!(
             lane.get("discipline").map(String::as_str),
