@@ -1,22 +1,19 @@
 //! `tollgate campaign plan|run|merge|slurm`: a scenario file's sweep points x
 //! seeds as numbered runs, run by a local pool of child processes, merged
 //! into `campaign.json`, or handed to Slurm as a job array. The numbering,
-//! plan file, merge and script are in [`tollgate_tools::campaign`]; this file
-//! holds the options, the process pool and its Ctrl-C handling.
+//! plan file, merge and script are in [`tollgate_tools::campaign`], the
+//! process pool in [`crate::cli_pool`]; this file holds the options.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_tools::campaign::{self, Campaign, RunStatus, SlurmOptions};
 use tollgate_tools::scenario;
 
+use crate::cli_pool::{self, ChildRun, Ended};
 use crate::cli_sim::EXIT_INTERRUPTED;
 
 /// Run many seeds and sweep points: locally in parallel, or on a Slurm cluster.
@@ -192,67 +189,22 @@ fn plan(a: &PlanArgs) -> anyhow::Result<()> {
 
 // ------------------------------------------------------------- local pool
 
-/// Set by the first SIGINT / SIGTERM: start no more runs.
-static STOP: AtomicBool = AtomicBool::new(false);
-/// Signals received so far.
-static SIGNALS: AtomicU32 = AtomicU32::new(0);
-/// Process ids of the running child runs (to forward signals to).
-static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-fn signal_children(sig: libc::c_int) {
-    let children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-    for &pid in children.iter() {
-        if let Ok(pid) = libc::pid_t::try_from(pid) {
-            // SAFETY: kill(2) has no memory-safety preconditions; the pid is
-            // a child of ours that has not been reaped (it is removed from
-            // the list before its status is collected).
-            unsafe { libc::kill(pid, sig) };
-        }
-    }
-}
-
-/// The children run in their own process group, so a terminal's Ctrl-C
-/// reaches only this process: the first signal is forwarded to every running
-/// child as SIGINT (each writes its partial results and exits 130) and no
-/// new run starts; the second kills them and exits at once.
-fn install_stop_handler() -> anyhow::Result<()> {
-    ctrlc::set_handler(|| {
-        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-            STOP.store(true, Ordering::SeqCst);
-            eprintln!(
-                "\ninterrupted: stopping the runs in progress; finished runs are kept and the same \
-                 command resumes (Ctrl-C again to abort at once)"
-            );
-            signal_children(libc::SIGINT);
-        } else {
-            eprintln!("\naborted");
-            signal_children(libc::SIGKILL);
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    })
-    .map_err(|e| anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))
-}
-
-/// How one child run ended.
-enum Ended {
-    Finished,
-    Stopped,
-    Failed(String),
-}
-
 fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let c = load(&a.file)?;
-    let jobs = match a.jobs {
-        Some(0) => anyhow::bail!("-j 0: give at least 1 run at a time"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let jobs = cli_pool::jobs(a.jobs)?;
     c.ensure_plan_file(&a.file.out)?;
-    let todo: Vec<usize> = c
+    let todo: Vec<ChildRun> = c
         .runs
         .iter()
         .filter(|r| campaign::run_status(&c.run_dir(&a.file.out, r.index)) != RunStatus::Finished)
-        .map(|r| r.index)
+        .map(|r| ChildRun {
+            scenario: a.file.scenario.clone(),
+            index: r.index,
+            out: a.file.out.clone(),
+            seeds: a.file.seeds,
+            no_plots: a.no_plots,
+            dir: c.run_dir(&a.file.out, r.index),
+        })
         .collect();
     let done_before = c.runs.len() - todo.len();
     let dir = c.dir(&a.file.out);
@@ -268,75 +220,19 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let started = Instant::now();
-    let mut failed: Vec<(usize, String)> = Vec::new();
-    let mut stopped = 0usize;
-    if !todo.is_empty() {
-        install_stop_handler()?;
-        let exe = self_exe()?;
-        let bar = ProgressBar::with_draw_target(
-            Some(c.runs.len() as u64),
-            if !a.quiet && std::io::stderr().is_terminal() {
-                ProgressDrawTarget::stderr()
-            } else {
-                ProgressDrawTarget::hidden()
-            },
-        );
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix} [{bar:40}] {pos}/{len} runs, {msg} {elapsed} (eta {eta})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        bar.set_prefix(c.name.clone());
-        bar.set_position(done_before as u64);
-        let next = AtomicUsize::new(0);
-        let (tx, rx) = mpsc::channel::<(usize, Ended)>();
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.min(todo.len()) {
-                let tx = tx.clone();
-                let (todo, next, exe) = (&todo, &next, &exe);
-                scope.spawn(move || loop {
-                    if STOP.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Some(&index) = todo.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                        break;
-                    };
-                    let ended = run_child(exe, a, index);
-                    if tx.send((index, ended)).is_err() {
-                        break;
-                    }
-                });
-            }
-            drop(tx);
-            let mut running_fail = 0;
-            for (index, ended) in rx {
-                match ended {
-                    Ended::Finished => bar.inc(1),
-                    Ended::Stopped => stopped += 1,
-                    Ended::Failed(error) => {
-                        running_fail += 1;
-                        bar.suspend(|| {
-                            eprintln!(
-                                "run {index} failed ({}): {error}",
-                                c.run_dir(&a.file.out, index).display()
-                            );
-                        });
-                        failed.push((index, error));
-                    }
-                }
-                if running_fail > 0 {
-                    bar.set_message(format!("{running_fail} failed,"));
-                }
-            }
-        });
-        bar.finish_and_clear();
-    }
+    let ended = cli_pool::run_all(&todo, jobs, &c.name, c.runs.len(), done_before, a.quiet)?;
     let wall = started.elapsed().as_secs_f64();
-    failed.sort_by_key(|f| f.0);
-    let ran = todo.len() - failed.len() - stopped;
-    if STOP.load(Ordering::SeqCst) {
+    let mut failed: Vec<usize> = ended
+        .iter()
+        .filter(|(_, e)| matches!(e, Ended::Failed(_)))
+        .map(|(i, _)| todo[*i].index)
+        .collect();
+    failed.sort_unstable();
+    let ran = ended
+        .iter()
+        .filter(|(_, e)| matches!(e, Ended::Finished))
+        .count();
+    if cli_pool::stopped() {
         let finished = c
             .runs
             .iter()
@@ -350,7 +246,7 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if !failed.is_empty() {
-        let list: Vec<String> = failed.iter().map(|f| f.0.to_string()).collect();
+        let list: Vec<String> = failed.iter().map(ToString::to_string).collect();
         eprintln!(
             "error: {} of {} runs failed (run {}); the others are kept. Fix the cause and run \
              the same command again: it runs only what is missing",
@@ -360,7 +256,7 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    if STOP.load(Ordering::SeqCst) {
+    if cli_pool::stopped() {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     if !a.quiet {
@@ -382,87 +278,6 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
         println!("merged into {}", dir.join(campaign::MERGED_FILE).display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// This very binary, for the child runs. On Linux `/proc/self/exe`: it names
-/// the file this process was started from even after that path has been
-/// replaced (a `cargo build` during a long campaign), so every run of a
-/// campaign uses the same code; elsewhere the path of the executable.
-fn self_exe() -> anyhow::Result<PathBuf> {
-    let proc = Path::new("/proc/self/exe");
-    if proc.exists() {
-        return Ok(proc.to_path_buf());
-    }
-    std::env::current_exe().context("cannot find the tollgate binary itself")
-}
-
-/// Run `tollgate sim FILE --run-index I` as a child process and wait for it.
-fn run_child(exe: &Path, a: &RunArgs, index: usize) -> Ended {
-    use std::os::unix::process::CommandExt as _;
-    let mut cmd = Command::new(exe);
-    // `ps` shows `tollgate sim ...` rather than `/proc/self/exe sim ...`.
-    cmd.arg0("tollgate")
-        .arg("sim")
-        .arg(&a.file.scenario)
-        .arg("--run-index")
-        .arg(index.to_string())
-        .arg("--out")
-        .arg(&a.file.out)
-        .arg("--quiet");
-    if let Some(n) = a.file.seeds {
-        cmd.arg("--seeds").arg(n.to_string());
-    }
-    if a.no_plots {
-        cmd.arg("--no-plots");
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = {
-        let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-        let child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => return Ended::Failed(format!("cannot start {}: {e}", exe.display())),
-        };
-        children.push(child.id());
-        // A stop that came before the pid was listed: forward it here.
-        if STOP.load(Ordering::SeqCst) {
-            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                // SAFETY: kill(2) on our own, not yet reaped child.
-                unsafe { libc::kill(pid, libc::SIGINT) };
-            }
-        }
-        child
-    };
-    let pid = child.id();
-    let output = child.wait_with_output();
-    CHILDREN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|&p| p != pid);
-    let output = match output {
-        Ok(o) => o,
-        Err(e) => return Ended::Failed(format!("cannot wait for the run: {e}")),
-    };
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let error = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
-        .collect::<Vec<_>>()
-        .join("; ");
-    match output.status.code() {
-        Some(0) => Ended::Finished,
-        Some(c) if c == i32::from(EXIT_INTERRUPTED) => Ended::Stopped,
-        Some(c) => Ended::Failed(if error.is_empty() {
-            format!("exit code {c}")
-        } else {
-            error
-        }),
-        None => Ended::Failed(format!("killed by a signal ({})", output.status)),
-    }
 }
 
 // ------------------------------------------------------------------ merge

@@ -11,7 +11,9 @@
 //! load` (the load generator for real networks), in `cli_load.rs`; `tollgate
 //! compare` (results side by side), in `cli_compare.rs`; `tollgate
 //! testbed` (a scenario through namespaces and `tollgate-router`), in
-//! `cli_testbed.rs`.
+//! `cli_testbed.rs`; `tollgate reproduce` (the seed experiments beside
+//! their published numbers), in `cli_reproduce.rs`. The child-process pool
+//! of `campaign run` and `reproduce` is `cli_pool.rs`.
 
 use std::process::ExitCode;
 
@@ -21,6 +23,8 @@ mod cli_campaign;
 mod cli_cca;
 mod cli_compare;
 mod cli_load;
+mod cli_pool;
+mod cli_reproduce;
 mod cli_sim;
 mod cli_testbed;
 
@@ -56,6 +60,8 @@ enum Command {
     /// Many seeds and sweep points: plan, run locally in parallel, merge, or submit to Slurm.
     #[command(subcommand)]
     Campaign(cli_campaign::CampaignCommand),
+    /// The seed experiments beside their published numbers: runs, verdicts, REPORT.md.
+    Reproduce(cli_reproduce::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +73,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cli_sim::report(args).map(|()| ExitCode::SUCCESS),
         Command::Compare(args) => cli_compare::compare(args).map(|()| ExitCode::SUCCESS),
         Command::Campaign(command) => cli_campaign::run(command),
+        Command::Reproduce(args) => cli_reproduce::reproduce(args),
         Command::Serve(args) => cli_load::serve(args),
         Command::Load(args) => cli_load::load(args),
         Command::Testbed(args) => cli_testbed::testbed(args),

@@ -379,6 +379,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
                 .iter()
                 .filter(|r| f.drops[r.index()] > 0)
                 .map(|r| (r.name().to_string(), f.drops[r.index()]))
+                .chain((f.loss_drops > 0).then(|| ("random_loss".to_string(), f.loss_drops)))
                 .collect(),
             access_drops: f.access_drops,
             lost_packets: report.map_or(0, |r| r.quic.path.lost_packets),
@@ -891,6 +892,7 @@ mod tests {
                 rx,
                 drops: [0; DropReason::COUNT],
                 access_drops: 0,
+                loss_drops: 0,
                 port_bytes: Vec::new(),
                 fin_at: None,
                 acked_at: None,

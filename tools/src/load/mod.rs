@@ -363,6 +363,7 @@ pub fn run(
             rx: samples,
             drops: [0; DropReason::COUNT],
             access_drops: 0,
+            loss_drops: 0,
             port_bytes: Vec::new(),
             fin_at: out
                 .finished_at

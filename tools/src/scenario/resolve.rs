@@ -106,6 +106,7 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
         hops: topo.hops,
         bottleneck_rate_bps: topo.bottleneck_rate_bps,
         bottleneck_delay_s: topo.bottleneck_delay_s,
+        bottleneck_loss: topo.bottleneck_loss,
         buffer,
         access_rate_bps: topo.access_rate_bps,
         host_jitter_s: topo.host_jitter_s,
@@ -141,6 +142,7 @@ struct Topology {
     bottleneck_delay_s: f64,
     access_rate_bps: f64,
     host_jitter_s: f64,
+    bottleneck_loss: f64,
 }
 
 /// `[topology]`: kind, hops, bottleneck rate and delay, access rate.
@@ -205,8 +207,20 @@ fn resolve_topology(t: &RawTopology) -> Result<Topology, ScenarioError> {
             v
         }
     };
+    let bottleneck_loss = match t.bottleneck.loss {
+        None => 0.0,
+        Some(p) if (0.0..=0.5).contains(&p) => p,
+        Some(p) => {
+            return Err(ScenarioError::new(
+                "topology.bottleneck.loss",
+                p,
+                "a probability 0 ..= 0.5 (e.g. 1e-4)",
+            ))
+        }
+    };
     Ok(Topology {
         kind: topology,
+        bottleneck_loss,
         hops,
         bottleneck_rate_bps,
         bottleneck_delay_s,

@@ -112,6 +112,9 @@ pub struct Scenario {
     pub bottleneck_delay_s: f64,
     /// Buffer as written.
     pub buffer: String,
+    /// Probability that a packet entering a forward bottleneck port is lost
+    /// at random (before the discipline sees it).
+    pub bottleneck_loss: f64,
     /// Access rate, bit/s.
     pub access_rate_bps: f64,
     /// Host emission jitter: each datagram leaves its host after a delay

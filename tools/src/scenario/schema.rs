@@ -76,6 +76,9 @@ pub struct RawLink {
     pub delay: String,
     /// Buffer: `1bdp`, `0.2bdp`, `500pkt` / `500`, or bytes (`375KB`). Default `1bdp`.
     pub buffer: Option<String>,
+    /// Random loss: the probability that a packet entering a forward
+    /// bottleneck port is lost (0 ..= 0.5, default 0; `sim` only).
+    pub loss: Option<f64>,
 }
 
 /// `[[flows]]`: a group of identical flows.

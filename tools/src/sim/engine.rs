@@ -90,6 +90,9 @@ pub struct FlowRecord {
     pub drops: [u64; DropReason::COUNT],
     /// Drops at a rate-capped access link.
     pub access_drops: u64,
+    /// Packets lost at random on entering a forward bottleneck port
+    /// (`topology.bottleneck.loss`).
+    pub loss_drops: u64,
     /// Bytes of the flow's packets transmitted by each forward port.
     pub port_bytes: Vec<u64>,
     /// Receiver saw the end of the stream (virtual ns).
@@ -182,6 +185,10 @@ struct Sim<'a> {
     jitter_ns: f64,
     /// Draws the jitter.
     jitter_rng: SimRng,
+    /// Random loss probability at the forward bottleneck port(s).
+    loss: f64,
+    /// Draws the random losses.
+    loss_rng: SimRng,
 }
 
 /// Run a scenario; `progress` is called with the fraction of virtual time
@@ -272,6 +279,7 @@ pub fn run(
             rx: Vec::new(),
             drops: [0; DropReason::COUNT],
             access_drops: 0,
+            loss_drops: 0,
             port_bytes: vec![0; nfwd],
             fin_at: None,
             acked_at: None,
@@ -300,6 +308,8 @@ pub fn run(
         trace: Trace::from_env()?,
         jitter_ns: s.host_jitter_s * 1e9,
         jitter_rng: tollgate_cca::rng::seeded(s.seed ^ 0x6a17_7e20),
+        loss: s.bottleneck_loss,
+        loss_rng: tollgate_cca::rng::seeded(s.seed ^ 0x1055_d0e5),
     };
     let end = (s.duration_s * 1e9).round() as u64;
     for i in 0..nflows {
@@ -542,6 +552,14 @@ impl Sim<'_> {
                 self.push(at, Ev::Arrive(Box::new(p)));
             }
             LinkQueue::Port(port) => {
+                if self.loss > 0.0
+                    && self.net.forward_ports.contains(&link)
+                    && tollgate_cca::rng::uniform_f64(&mut self.loss_rng) < self.loss
+                {
+                    self.flows[p.flow as usize].loss_drops += 1;
+                    self.recycle(p);
+                    return;
+                }
                 let f = &self.net.flows[p.flow as usize];
                 let to = if p.to_server { f.server } else { f.client };
                 port.classify(&mut p, to);

@@ -74,6 +74,13 @@ pub fn check(s: &Scenario) -> anyhow::Result<()> {
              router to chain ports; not yet)"
         );
     }
+    if s.bottleneck_loss > 0.0 {
+        anyhow::bail!(
+            "topology.bottleneck.loss = {}: the router does not emulate random loss (yet); \
+             remove it here, or run the scenario with `tollgate sim`",
+            s.bottleneck_loss
+        );
+    }
     crate::load::check(s)?;
     let specs = topology::flows(s);
     if specs.len() > MAX_FLOWS {

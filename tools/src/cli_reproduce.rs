@@ -1,0 +1,264 @@
+//! `tollgate reproduce`: run the seed experiments and write the report. The
+//! experiments, verdicts and report are in [`tollgate_tools::reproduce`];
+//! this file holds the options and drives the process pool.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use tollgate_tools::reproduce::{self, Experiment, Options, Prepared, ReportInfo};
+
+use crate::cli_pool::{self, ChildRun, Ended};
+use crate::cli_sim::EXIT_INTERRUPTED;
+
+/// `tollgate reproduce`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Experiments: --list names them. Each is a directory of scenario files \
+and an experiment.toml whose rows name a scenario, a metric, the published number and the \
+tolerance we claim. Every scenario runs as a campaign of N seeds (default 5; 2 with --quick) \
+under <out>/<experiment>/, all runs of all experiments through one pool of -j child processes. \
+Then <out>/REPORT.md puts each published row beside our mean and 95 % interval with a verdict \
+(reproduced / differs by how much), <out>/reproduce.json holds the same and every seed's value, \
+and <out>/<experiment>/rows.svg plots ours relative to the published numbers.
+
+Resumable: finished runs are kept; after Ctrl-C (exit 130, the report is written from what \
+finished) the same command runs only what is missing. Changing --seeds or --quick for an \
+existing --out is refused: give another --out.
+
+Examples:
+  tollgate reproduce --list
+  tollgate reproduce tax                 # one experiment, 5 seeds
+  tollgate reproduce --all --quick       # every experiment, short runs (what CI runs)
+  tollgate reproduce libra --seeds 10 -j 8"
+)]
+pub struct ReproduceArgs {
+    /// Experiments to run (see --list).
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Run every experiment.
+    #[arg(long, conflicts_with = "names")]
+    pub all: bool,
+    /// List the experiments (name, title, rows, runs) and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Shorter runs with fewer seeds (each experiment's `quick` settings):
+    /// indicative numbers in minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seeds per run (default: the experiment's, 5; 2 with --quick).
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<u64>,
+    /// Results root (default results/reproduce, or results/reproduce-quick
+    /// with --quick).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Where the experiments are (default: tools/scenarios/reproduce under
+    /// the current directory, else in the source tree this binary was built
+    /// from).
+    #[arg(long, value_name = "DIR")]
+    pub experiments: Option<PathBuf>,
+    /// Runs at a time (default: the cores available).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Skip the per-run, campaign and report plots.
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn experiments_dir(given: Option<&Path>) -> PathBuf {
+    if let Some(d) = given {
+        return d.to_path_buf();
+    }
+    let here = PathBuf::from("tools/scenarios/reproduce");
+    if here.is_dir() {
+        return here;
+    }
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/reproduce"))
+}
+
+fn select(all: Vec<Experiment>, a: &ReproduceArgs) -> anyhow::Result<Vec<Experiment>> {
+    if a.all {
+        return Ok(all);
+    }
+    let known: Vec<String> = all.iter().map(|e| e.name.clone()).collect();
+    if a.names.is_empty() {
+        anyhow::bail!(
+            "name the experiments to run ({}), or give --all; --list describes them",
+            known.join(", ")
+        );
+    }
+    let mut chosen = Vec::new();
+    for n in &a.names {
+        let Some(e) = all.iter().find(|e| &e.name == n) else {
+            anyhow::bail!("no experiment `{n}`; known: {}", known.join(", "));
+        };
+        if !chosen.iter().any(|c: &Experiment| &c.name == n) {
+            chosen.push(e.clone());
+        }
+    }
+    Ok(chosen)
+}
+
+fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) -> anyhow::Result<()> {
+    println!(
+        "{:<10} {:>5} {:>6} {:>8}  title",
+        "name", "rows", "runs", "virtual"
+    );
+    for e in all {
+        let n = e.seeds(quick, seeds);
+        let (mut runs, mut virt) = (0usize, 0.0);
+        for f in &e.scenarios {
+            let plan = tollgate_tools::scenario::load(&e.dir.join(f))?;
+            runs += plan.runs.len() * n as usize;
+            virt += plan.runs.iter().map(|s| s.duration_s).sum::<f64>() * n as f64;
+        }
+        let virt = if quick {
+            "(quick)".to_string()
+        } else {
+            format!("{:.0} s", virt)
+        };
+        println!(
+            "{:<10} {:>5} {:>6} {:>8}  {}",
+            e.name,
+            e.manifest.rows.len(),
+            runs,
+            virt,
+            e.manifest.title
+        );
+    }
+    Ok(())
+}
+
+/// Run `tollgate reproduce`.
+pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
+    let dir = experiments_dir(a.experiments.as_deref());
+    let all = reproduce::discover(&dir)?;
+    if a.list {
+        list(&all, a.quick, a.seeds)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.seeds == Some(0) {
+        anyhow::bail!("--seeds 0: give at least 1 (5 or more for a reproduction)");
+    }
+    let chosen = select(all, &a)?;
+    let jobs = cli_pool::jobs(a.jobs)?;
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(if a.quick {
+            "results/reproduce-quick"
+        } else {
+            "results/reproduce"
+        })
+    });
+    let opts = Options {
+        out: out.clone(),
+        quick: a.quick,
+        seeds: a.seeds,
+    };
+    let prepared = reproduce::prepare(&chosen, &opts)?;
+    let total: usize = prepared.iter().map(|p| p.campaign.runs.len()).sum();
+    let todo: Vec<ChildRun> = prepared
+        .iter()
+        .flat_map(|p| {
+            p.unfinished().into_iter().map(move |index| ChildRun {
+                scenario: p.path.clone(),
+                index,
+                out: p.root.clone(),
+                seeds: Some(p.seeds),
+                no_plots: a.no_plots,
+                dir: p.campaign.run_dir(&p.root, index),
+            })
+        })
+        .collect();
+    let before = total - todo.len();
+    if !a.quiet {
+        eprintln!(
+            "reproduce {}: {total} runs, {before} already finished, {} to run, {} at a time; results in {}",
+            chosen
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            todo.len(),
+            jobs.min(todo.len().max(1)),
+            out.display()
+        );
+    }
+    let started = Instant::now();
+    let ended = cli_pool::run_all(&todo, jobs, "reproduce", total, before, a.quiet)?;
+    let wall = started.elapsed().as_secs_f64();
+    let failed = ended
+        .iter()
+        .filter(|(_, e)| matches!(e, Ended::Failed(_)))
+        .count();
+    let now = ended
+        .iter()
+        .filter(|(_, e)| matches!(e, Ended::Finished))
+        .count();
+    // The campaign statistics of every scenario (campaign.json, plots),
+    // from whatever finished.
+    for p in &prepared {
+        let dir = p.campaign.dir(&p.root);
+        let merged = tollgate_tools::campaign::merge(&dir)?;
+        merged.write(&dir, !a.no_plots)?;
+    }
+    let mut results = Vec::new();
+    for (i, e) in chosen.iter().enumerate() {
+        let mine: Vec<&Prepared> = prepared.iter().filter(|p| p.experiment == i).collect();
+        let rows = reproduce::evaluate(e, &mine)?;
+        results.push((e, e.seeds(a.quick, a.seeds), rows));
+    }
+    let info = ReportInfo {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        quick: a.quick,
+        wall_s: wall,
+        runs_now: now,
+        runs_before: before,
+    };
+    let report = reproduce::write_report(&out, &info, &results, !a.no_plots)?;
+    if !a.quiet {
+        for (e, _, rows) in &results {
+            for r in rows {
+                let ours = r
+                    .ours
+                    .as_ref()
+                    .map_or("-".into(), |o| format!("{:.3}", o.mean));
+                let published = r
+                    .published
+                    .map_or("-".into(), |p| format!("{:.3}", p.centre()));
+                let verdict = match r.verdict {
+                    reproduce::Verdict::Reproduced => "reproduced".to_string(),
+                    reproduce::Verdict::Differs { relative, .. } => {
+                        format!("differs ({:+.0} %)", relative * 100.0)
+                    }
+                    reproduce::Verdict::Measured => "measured".into(),
+                    reproduce::Verdict::NoData => "no data".into(),
+                };
+                println!(
+                    "{:<8} {:<44} published {:>8}  ours {:>8}  {verdict}",
+                    e.name, r.label, published, ours
+                );
+            }
+        }
+        eprintln!(
+            "ran {now} runs in {wall:.1} s wall; report: {}",
+            report.display()
+        );
+    }
+    if cli_pool::stopped() {
+        eprintln!(
+            "stopped: the report covers the runs that finished; the same command resumes the rest"
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if failed > 0 {
+        eprintln!("error: {failed} runs failed (above); the report leaves them out");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

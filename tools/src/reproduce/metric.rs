@@ -1,0 +1,222 @@
+//! A row's metric, evaluated on one run's results.
+//!
+//! Grammar: `TERM` or `TERM / TERM`, where a term is
+//! - a summary metric name as in `campaign.json` ([`summary_metrics`]):
+//!   `jain`, `fairness_ratio`, `utilization`, `total_goodput_mbps`,
+//!   `time_to_target_s`, `group.<name>.goodput_mbps`, `group.<name>.share`,
+//!   `variant.<name>.goodput_mbps`, `port.<name>.drops`, ...;
+//! - `wire_mbps`: what the forward bottleneck carried, headers included
+//!   (utilization x bottleneck rate), where papers report link throughput;
+//! - `median_window_ratio`: the median over the measurement window of the
+//!   fairness ratio of each `metrics.fairness_window` (a poster's "median
+//!   fairness ratio", against the whole-window `fairness_ratio`);
+//! - `rrmqs.accuracy`, `rrmqs.jain`, `rrmqs.jain_real`: the RRMQS meter's
+//!   accuracy and its mean measured and real J(V, V') (first forward port);
+//! - `jain(g1, g2, ...)`: Jain's index over the long-lived flows of the
+//!   named groups (e.g. the long flows of a parking lot);
+//! - `ratio(g1, g2, ...)`: max / min goodput over those flows;
+//! - `sum(g1, g2, ...)`: their total goodput, Mbit/s.
+//!
+//! A term that is not defined in a run (no such group, a starved flow) makes
+//! the row undefined in that run; the report counts such runs.
+
+use crate::campaign::summary_metrics;
+use crate::metrics::{fairness_ratio, jain};
+use crate::results::Results;
+
+/// One term.
+#[derive(Clone, Debug, PartialEq)]
+enum Term {
+    /// A summary metric by name.
+    Summary(String),
+    /// Utilization x bottleneck rate.
+    WireMbps,
+    /// Median of the windowed fairness ratio.
+    MedianWindowRatio,
+    /// An RRMQS meter figure: `accuracy`, `jain`, `jain_real`.
+    Rrmqs(&'static str),
+    /// Jain's index over the flows of these groups.
+    Jain(Vec<String>),
+    /// Max / min goodput over the flows of these groups.
+    Ratio(Vec<String>),
+    /// Total goodput of the flows of these groups.
+    Sum(Vec<String>),
+}
+
+/// A parsed metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    num: Term,
+    den: Option<Term>,
+}
+
+fn parse_term(s: &str) -> Result<Term, String> {
+    let s = s.trim();
+    let call = |f: &str| {
+        s.strip_prefix(f)
+            .and_then(|r| r.trim_start().strip_prefix('('))
+            .and_then(|r| r.strip_suffix(')'))
+    };
+    let groups = |args: &str| -> Result<Vec<String>, String> {
+        let g: Vec<String> = args.split(',').map(|a| a.trim().to_string()).collect();
+        if g.iter().any(String::is_empty) {
+            return Err(format!(
+                "\"{s}\": name one or more flow groups, comma-separated"
+            ));
+        }
+        Ok(g)
+    };
+    if s == "wire_mbps" {
+        return Ok(Term::WireMbps);
+    }
+    for f in ["accuracy", "jain", "jain_real"] {
+        if s.strip_prefix("rrmqs.") == Some(f) {
+            return Ok(Term::Rrmqs(f));
+        }
+    }
+    if s == "median_window_ratio" {
+        return Ok(Term::MedianWindowRatio);
+    }
+    if let Some(args) = call("jain") {
+        return Ok(Term::Jain(groups(args)?));
+    }
+    if let Some(args) = call("ratio") {
+        return Ok(Term::Ratio(groups(args)?));
+    }
+    if let Some(args) = call("sum") {
+        return Ok(Term::Sum(groups(args)?));
+    }
+    let known = [
+        "jain",
+        "fairness_ratio",
+        "utilization",
+        "total_goodput_mbps",
+        "time_to_target_s",
+    ];
+    let dotted = ["group.", "variant.", "port."]
+        .iter()
+        .any(|p| s.starts_with(p) && s.matches('.').count() >= 2);
+    if known.contains(&s) || dotted {
+        return Ok(Term::Summary(s.to_string()));
+    }
+    Err(format!(
+        "\"{s}\": unknown; give a summary metric ({}, group.<name>.goodput_mbps, \
+         group.<name>.share, variant.<name>.goodput_mbps, port.<name>.drops, ...), \
+         wire_mbps, median_window_ratio, rrmqs.accuracy, rrmqs.jain, rrmqs.jain_real, jain(group, ...), ratio(group, ...), sum(group, ...), or A / B of two of these",
+        known.join(", ")
+    ))
+}
+
+impl Metric {
+    /// Parse `TERM` or `TERM / TERM`.
+    pub fn parse(s: &str) -> Result<Metric, String> {
+        let mut parts = s.split('/');
+        let num = parse_term(parts.next().unwrap_or(""))?;
+        let den = parts.next().map(parse_term).transpose()?;
+        if parts.next().is_some() {
+            return Err(format!("\"{s}\": at most one `/`"));
+        }
+        Ok(Metric { num, den })
+    }
+
+    /// The metric in one run; `None` where it is not defined.
+    pub fn eval(&self, r: &Results) -> Option<f64> {
+        let summary = summary_metrics(r);
+        let term = |t: &Term| -> Option<f64> {
+            match t {
+                Term::Summary(name) => summary
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .and_then(|(_, v)| *v),
+                Term::WireMbps => (!r.summary.window_empty)
+                    .then_some(r.summary.utilization * r.summary.bottleneck_mbps),
+                Term::MedianWindowRatio => median_window_ratio(r),
+                Term::Rrmqs(f) => r.rrmqs.as_ref().and_then(|m| match *f {
+                    "accuracy" => m.accuracy,
+                    "jain" => m.mean_jain,
+                    _ => m.mean_jain_real,
+                }),
+                Term::Jain(groups) => jain(&goodputs(r, groups)?),
+                Term::Ratio(groups) => fairness_ratio(&goodputs(r, groups)?),
+                Term::Sum(groups) => Some(goodputs(r, groups)?.iter().sum()),
+            }
+        };
+        let num = term(&self.num)?;
+        match &self.den {
+            None => Some(num),
+            Some(d) => {
+                let d = term(d)?;
+                (d != 0.0).then(|| num / d)
+            }
+        }
+    }
+}
+
+/// Median of the windowed fairness ratios from the measurement start on
+/// (windows with an undefined ratio, e.g. a starved flow, count as
+/// infinitely unfair).
+fn median_window_ratio(r: &Results) -> Option<f64> {
+    let from = r.summary.measure_from_s;
+    let mut v: Vec<f64> = r
+        .series
+        .t_s
+        .iter()
+        .zip(&r.series.fairness_ratio)
+        .filter(|(t, _)| **t > from)
+        .map(|(_, x)| x.unwrap_or(f64::INFINITY))
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    let median = if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    };
+    median.is_finite().then_some(median)
+}
+
+/// Goodput of every long-lived flow in `groups`; `None` if a group has none.
+fn goodputs(r: &Results, groups: &[String]) -> Option<Vec<f64>> {
+    let mut out = Vec::new();
+    for g in groups {
+        let before = out.len();
+        out.extend(
+            r.flows
+                .iter()
+                .filter(|f| &f.group == g && f.long_lived)
+                .map(|f| f.goodput_mbps),
+        );
+        if out.len() == before {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_terms_ratios_and_group_functions() {
+        assert_eq!(
+            Metric::parse("fairness_ratio").unwrap(),
+            Metric {
+                num: Term::Summary("fairness_ratio".into()),
+                den: None
+            }
+        );
+        let m = Metric::parse("group.short.goodput_mbps / group.long.goodput_mbps").unwrap();
+        assert_eq!(m.den, Some(Term::Summary("group.long.goodput_mbps".into())));
+        assert_eq!(
+            Metric::parse("jain(a, b)").unwrap().num,
+            Term::Jain(vec!["a".into(), "b".into()])
+        );
+        for bad in ["jfi", "group.x", "jain()", "a / b / c", "ratio(a,,b)"] {
+            assert!(Metric::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! `tollgate reproduce`: every shipped experiment end to end in --quick mode
+//! (the report must hold every manifest row with its numbers and a verdict
+//! that follows from them), a fixture experiment whose verdicts are known,
+//! resuming, and manifest errors that name the field.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tollgate")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tollgate-reproduce-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn shipped() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/reproduce")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Check one report row: its seeds all ran, and its verdict is what its
+/// mean, published value and tolerance say.
+fn check_row(exp: &str, row: &Value, seeds: u64) {
+    let label = row["label"].as_str().unwrap();
+    let what = format!("{exp}: {label}");
+    assert_eq!(row["missing"].as_u64(), Some(0), "{what}: runs missing");
+    assert_eq!(
+        row["values"].as_array().unwrap().len() as u64,
+        seeds,
+        "{what}: one value per seed"
+    );
+    let mean = row["ours"]["mean"].as_f64();
+    let verdict = row["verdict"].as_str().unwrap();
+    match (&row["published"], mean) {
+        (Value::Null, _) => assert_eq!(verdict, "measured", "{what}"),
+        (_, None) => assert_eq!(verdict, "no_data", "{what}"),
+        (p, Some(m)) => {
+            let (lo, hi) = match p {
+                Value::Array(r) => (r[0].as_f64().unwrap(), r[1].as_f64().unwrap()),
+                v => (v.as_f64().unwrap(), v.as_f64().unwrap()),
+            };
+            let d = if m < lo {
+                lo - m
+            } else if m > hi {
+                m - hi
+            } else {
+                0.0
+            };
+            let tol = row["tolerance"].as_f64().unwrap();
+            let expect = if d <= tol + 1e-12 {
+                "reproduced"
+            } else {
+                "differs"
+            };
+            assert_eq!(
+                verdict, expect,
+                "{what}: mean {m}, published {p}, tol {tol}"
+            );
+            if expect == "differs" {
+                let by = row["by"].as_f64().unwrap();
+                assert!((by.abs() - d).abs() < 1e-9, "{what}: by {by} vs {d}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_shipped_experiment_runs_quick_and_its_report_follows_from_the_numbers() {
+    let dir = scratch("all");
+    let out = dir.join("out");
+    let o = run(&[
+        "reproduce",
+        "--all",
+        "--quick",
+        "--no-plots",
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        shipped().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap())
+            .unwrap();
+    let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
+    let exps = report["experiments"].as_array().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(shipped())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("experiment.toml").is_file())
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    let got: Vec<&str> = exps.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(got, names, "every shipped experiment is in the report");
+    for e in exps {
+        let name = e["name"].as_str().unwrap();
+        let manifest: toml::Table = toml::from_str(
+            &std::fs::read_to_string(shipped().join(name).join("experiment.toml")).unwrap(),
+        )
+        .unwrap();
+        let rows = e["rows"].as_array().unwrap();
+        assert_eq!(
+            rows.len(),
+            manifest["rows"].as_array().unwrap().len(),
+            "{name}: every manifest row is reported"
+        );
+        let seeds = e["seeds"].as_u64().unwrap();
+        for row in rows {
+            check_row(name, row, seeds);
+            assert!(
+                md.contains(row["label"].as_str().unwrap()),
+                "REPORT.md lacks {name}: {}",
+                row["label"]
+            );
+        }
+        assert!(md.contains(&format!("## {name}")), "REPORT.md lacks {name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const TWIN: &str = r#"
+name = "twin"
+duration = "8s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit", delay = "2ms", buffer = "1bdp" }
+[[flows]]
+name = "a"
+cca = "newreno"
+rtt = "20ms"
+[[flows]]
+name = "b"
+cca = "newreno"
+rtt = "20ms"
+[metrics]
+measure_from = "3s"
+"#;
+
+const MANIFEST: &str = r#"
+title = "fixture"
+source = "this test"
+seeds = 2
+[[rows]]
+label = "equal flows are fair"
+scenario = "twin.toml"
+metric = "jain"
+published = [0.9, 1.0]
+tolerance = 0.0
+[[rows]]
+label = "a claim that cannot hold"
+scenario = "twin.toml"
+metric = "jain(a, b)"
+published = 0.5
+tolerance = 0.01
+[[rows]]
+label = "goodput against itself"
+scenario = "twin.toml"
+baseline = "twin.toml"
+metric = "sum(a, b)"
+published = 1.0
+tolerance = 1e-9
+[[rows]]
+label = "measured only"
+scenario = "twin.toml"
+metric = "group.a.goodput_mbps / group.b.goodput_mbps"
+"#;
+
+fn fixture(dir: &Path, manifest: &str) -> PathBuf {
+    let exps = dir.join("experiments");
+    let e = exps.join("fixture");
+    std::fs::create_dir_all(&e).unwrap();
+    std::fs::write(e.join("twin.toml"), TWIN).unwrap();
+    std::fs::write(e.join("experiment.toml"), manifest).unwrap();
+    exps
+}
+
+#[test]
+fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
+    let dir = scratch("fixture");
+    let exps = fixture(&dir, MANIFEST);
+    let out = dir.join("out");
+    let args = [
+        "reproduce",
+        "fixture",
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let json = std::fs::read_to_string(out.join("reproduce.json")).unwrap();
+    let report: Value = serde_json::from_str(&json).unwrap();
+    let rows = report["experiments"][0]["rows"].as_array().unwrap();
+    let verdicts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["reproduced", "differs", "reproduced", "measured"],
+        "{json}"
+    );
+    for r in rows {
+        check_row("fixture", r, 2);
+    }
+    assert!(rows[1]["by"].as_f64().unwrap() > 0.3, "{json}");
+    assert_eq!(rows[2]["ours"]["mean"].as_f64(), Some(1.0));
+    assert_eq!(report["reproduced"].as_u64(), Some(2));
+    assert_eq!(report["differs"].as_u64(), Some(1));
+    assert!(out.join("fixture/rows.svg").is_file(), "the report plot");
+    assert!(out.join("fixture/twin/campaign.json").is_file());
+    let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
+    assert!(md.contains("**2 reproduced, 1 differ**"), "{md}");
+
+    // Again: nothing left to run, the same numbers.
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("2 already finished, 0 to run"),
+        "{}",
+        text(&o)
+    );
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap())
+            .unwrap();
+    assert_eq!(again["experiments"], report["experiments"]);
+
+    // Other seeds for the same --out: refused, the results kept.
+    let mut more = args.to_vec();
+    more.extend(["--seeds", "3"]);
+    let o = run(&more);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("another\n--out") || text(&o).contains("--out"),
+        "{}",
+        text(&o)
+    );
+    assert!(out.join("fixture/twin/campaign.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_manifests_and_names_are_refused_with_the_field_and_the_fix() {
+    let dir = scratch("bad");
+    let cases = [
+        (
+            MANIFEST.replace("tolerance = 0.01\n", ""),
+            "rows[1].tolerance: missing",
+        ),
+        (
+            MANIFEST.replace("metric = \"jain(a, b)\"", "metric = \"jfi\""),
+            "rows[1].metric: \"jfi\": unknown",
+        ),
+        (
+            MANIFEST.replace(
+                "scenario = \"twin.toml\"\nmetric = \"jain\"",
+                "scenario = \"nope.toml\"\nmetric = \"jain\"",
+            ),
+            "rows[0].scenario: cannot read",
+        ),
+        (
+            MANIFEST.replace(
+                "metric = \"jain\"",
+                "metric = \"jain\"\npoint = \"router.tau=0.1\"",
+            ),
+            "rows[0].point",
+        ),
+    ];
+    for (i, (manifest, want)) in cases.iter().enumerate() {
+        let sub = dir.join(format!("case{i}"));
+        let exps = fixture(&sub, manifest);
+        let o = run(&[
+            "reproduce",
+            "--all",
+            "--out",
+            sub.join("out").to_str().unwrap(),
+            "--experiments",
+            exps.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "case {i} accepted");
+        assert!(
+            text(&o).contains(want),
+            "case {i}: want {want:?} in {}",
+            text(&o)
+        );
+        assert!(!sub.join("out").exists(), "case {i}: nothing written");
+    }
+    let exps = fixture(&dir.join("ok"), MANIFEST);
+    let o = run(&[
+        "reproduce",
+        "nosuch",
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("no experiment `nosuch`; known: fixture"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["reproduce", "--experiments", exps.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--all"), "{}", text(&o));
+    let o = run(&[
+        "reproduce",
+        "--list",
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(
+        text(&o).contains("fixture") && text(&o).contains("4"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
