@@ -11,6 +11,10 @@
 //!   below its emulated RTT and at most 2 ms above it (the router's per-rule
 //!   delay classes); the 100 ms flow, whose first round trips meet the 10 ms
 //!   flow's standing queue, at most 5 ms above (see the test).
+//! - Router fairness against a flood (`tools/scenarios/testbed-flood.toml`):
+//!   a kernel TCP CUBIC flow against a 150 Mbit/s `cbr` Tollgate QUIC flood
+//!   on 100 Mbit/s; CHOKe and Cebinae at their defaults give TCP more
+//!   goodput than DropTail.
 //! - Teardown: after the run no namespace, veth, DPDK runtime directory,
 //!   pid file or process of the run is left; after SIGKILL of a running
 //!   testbed its children die with it, and `tollgate testbed --cleanup`
@@ -436,7 +440,7 @@ fn flood_run(discipline: &'static str) -> FloodRun {
 }
 
 /// The least the flood must offer (of its 150 Mbit/s) for a valid run.
-const FLOOD_OFFERED_MIN: f64 = 130.0;
+const FLOOD_OFFERED_MIN: f64 = 140.0;
 
 /// Issue 12, test 3: CHOKe and Cebinae (at their documented defaults)
 /// protect a kernel TCP CUBIC flow against an unresponsive 150 Mbit/s
