@@ -22,6 +22,7 @@
 //! | [`yeah`] | YeAH: Scalable/Reno modes, precautionary decongestion | Baiocchi et al., PFLDnet 2007 |
 //! | [`ledbat`] | LEDBAT: scavenger holding queueing delay at a target | RFC 6817 |
 //! | [`bbr`] | BBR v1: max-bandwidth / min-RTT model, pacing, gain cycling | Cardwell et al., ACM Queue 2016 |
+//! | [`cbr`] | CBR: paced at a constant rate, losses ignored (the unresponsive flood of fairness tests) | issue 12 |
 //!
 //! [`classic`] holds small helpers the classic variants share.
 //!
@@ -42,6 +43,7 @@ use std::time::Duration;
 pub mod bbr;
 pub mod bic;
 pub mod capprobe;
+pub mod cbr;
 pub mod classic;
 pub mod cubic;
 pub mod detector;

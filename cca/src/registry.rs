@@ -80,6 +80,7 @@ pub static ALGORITHMS: &[&Algorithm] = &[
     &crate::yeah::ALGORITHM,
     &crate::ledbat::ALGORITHM,
     &crate::bbr::ALGORITHM,
+    &crate::cbr::ALGORITHM,
 ];
 
 /// The algorithm registered under `name`.

@@ -282,6 +282,13 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// An error about parameter `key` (its `key=value` as the offending
+    /// part), for checks a builder makes beyond the declared kind.
+    pub fn invalid(&self, key: &str, message: String) -> SpecError {
+        let (param, value) = self.raw(key);
+        self.error(param, value, message)
+    }
+
     /// A real-number parameter, range-checked.
     pub fn float(&self, key: &str) -> Result<f64, SpecError> {
         let (param, value) = self.raw(key);

@@ -51,6 +51,8 @@ impl VariantId {
     pub const LEDBAT: VariantId = VariantId(14);
     /// BBR v1.
     pub const BBR: VariantId = VariantId(15);
+    /// CBR, the constant-rate unresponsive flood.
+    pub const CBR: VariantId = VariantId(16);
 
     /// The id for a DSCP codepoint (`None` if it does not fit in 6 bits).
     pub const fn from_dscp(dscp: u8) -> Option<VariantId> {

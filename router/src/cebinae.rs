@@ -52,22 +52,25 @@ const NAME: &str = "cebinae";
 const TOP: usize = 0;
 const BOT: usize = 1;
 
-/// Cebinae parameters. Defaults are the ns-3 queue disc's.
+/// Cebinae parameters. Defaults are the ns-3 queue disc's except `dt`, `l`
+/// and `tau`, which are the ones that let Cebinae protect a TCP flow from an
+/// unresponsive flood on the namespace testbed (router/README.md, "Cebinae
+/// defaults"): `dt = 2^24 ns`, `l = 100 us`, `tau = 0.5`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CebinaeConfig {
     /// Port line rate, bit/s. Default 100 Mbit/s.
     pub line_rate_bps: f64,
     /// Packets per queue (head and tail each). Default 1000.
     pub max_size: u32,
-    /// Round length `dT`. Default 2^20 ns.
+    /// Round length `dT`. Default 2^24 ns (ns-3: 2^20 ns).
     pub dt: Duration,
     /// Time quantum `vdT` of the entitlement. Default 1024 ns.
     pub vdt: Duration,
-    /// Lead `L` of RECONFIG before the next rotate. Default 65536 ns.
+    /// Lead `L` of RECONFIG before the next rotate. Default 100 us (ns-3: 65536 ns).
     pub l: Duration,
     /// Rounds `P` per evaluation. Default 1.
     pub p: u32,
-    /// Tax rate `tau`. Default 0.05.
+    /// Tax rate `tau`. Default 0.5 (ns-3: 0.05).
     pub tau: f64,
     /// Port saturation slack `delta_port`. Default 0.05.
     pub delta_port: f64,
@@ -84,11 +87,11 @@ impl Default for CebinaeConfig {
         CebinaeConfig {
             line_rate_bps: 100e6,
             max_size: 1000,
-            dt: Duration::from_nanos(1 << 20),
+            dt: Duration::from_nanos(1 << 24),
             vdt: Duration::from_nanos(1024),
-            l: Duration::from_nanos(65_536),
+            l: Duration::from_micros(100),
             p: 1,
-            tau: 0.05,
+            tau: 0.5,
             delta_port: 0.05,
             delta_flow: 0.05,
             cache_slots: 1 << 11,

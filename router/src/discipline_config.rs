@@ -197,15 +197,15 @@ pub struct RedKeys {
 pub struct CebinaeKeys {
     /// Packets per queue (head and tail each). Default 1000.
     pub max_size: Option<u32>,
-    /// Round `dT` ("67108864ns"). Default 2^20 ns.
+    /// Round `dT` ("67108864ns"). Default 2^24 ns.
     pub dt: Option<String>,
     /// Time quantum of the entitlement. Default 1024 ns.
     pub vdt: Option<String>,
-    /// RECONFIG lead before ROTATE. Default 65536 ns.
+    /// RECONFIG lead before ROTATE. Default 100 us.
     pub l: Option<String>,
     /// Rounds per evaluation. Default 1.
     pub p: Option<u32>,
-    /// Tax. Default 0.05.
+    /// Tax. Default 0.5.
     pub tau: Option<f64>,
     /// Port saturation slack. Default 0.05.
     pub delta_port: Option<f64>,

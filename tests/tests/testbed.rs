@@ -11,6 +11,10 @@
 //!   below its emulated RTT and at most 2 ms above it (the router's per-rule
 //!   delay classes); the 100 ms flow, whose first round trips meet the 10 ms
 //!   flow's standing queue, at most 5 ms above (see the test).
+//! - Router fairness against a flood (`tools/scenarios/testbed-flood.toml`):
+//!   a kernel TCP CUBIC flow against a 150 Mbit/s `cbr` Tollgate QUIC flood
+//!   on 100 Mbit/s; CHOKe and Cebinae at their defaults give TCP more
+//!   goodput than DropTail.
 //! - Teardown: after the run no namespace, veth, DPDK runtime directory,
 //!   pid file or process of the run is left; after SIGKILL of a running
 //!   testbed its children die with it, and `tollgate testbed --cleanup`
@@ -335,4 +339,182 @@ fn the_generated_router_config_is_accepted_by_the_router() {
     let plan = parsed.ports[1].egress.build(10e9).unwrap();
     assert_eq!(plan.shaper.rate_bps, 100e6);
     assert_eq!(plan.discipline.name(), "cebinae");
+}
+
+const FLOOD: &str = include_str!("../../tools/scenarios/testbed-flood.toml");
+
+/// One discipline's run of the flood scenario.
+struct FloodRun {
+    discipline: &'static str,
+    /// Why the run cannot be used: the testbed failed (exit code, a flow's
+    /// error) or the flood fell short of its rate.
+    invalid: Option<String>,
+    tcp_mbps: f64,
+    flood_mbps: f64,
+    flood_sent_mbps: f64,
+    drops: Vec<(String, u64)>,
+    /// How long the router lost its CPU (router.out's `stalled_ms`).
+    stalled_ms: f64,
+}
+
+/// Run tools/scenarios/testbed-flood.toml under `discipline` (its documented
+/// defaults: no discipline key is set) and check the run itself.
+fn flood_run(discipline: &'static str) -> FloodRun {
+    let dir = scratch(&format!("testbed-flood-{discipline}"));
+    let scenario = FLOOD.replace(
+        "discipline = \"droptail\"",
+        &format!("discipline = \"{discipline}\""),
+    );
+    assert!(scenario.contains(&format!("discipline = \"{discipline}\"")));
+    let (code, stdout, stderr) = run_testbed(&dir, &scenario, &[]);
+    let r: Results =
+        results::read(&dir.join("results/testbed-flood/results.json")).unwrap_or_else(|e| {
+            panic!("{discipline}: no results ({e}); exit {code:?}\n{stdout}\n{stderr}")
+        });
+    // Under DropTail the flood can starve TCP into RTO backoff so deeply
+    // that it cannot deliver its last data within the load generator's
+    // grace after the end ("no final count from the server"): that is the
+    // DropTail outcome being measured, and its goodput samples stand. Any
+    // other failure makes the run unusable.
+    let starved = |f: &results::FlowResult| {
+        discipline == "droptail"
+            && f.group == "tcp-cubic"
+            && f.goodput_mbps < 2.0
+            && f.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("no final count from the server"))
+    };
+    let why: Vec<String> = r
+        .flows
+        .iter()
+        .filter(|f| f.error.is_some() && !starved(f))
+        .map(|f| format!("{}: {}", f.group, f.error.as_deref().unwrap_or("")))
+        .collect();
+    let accepted_failure = code == Some(1) && why.is_empty();
+    let mut invalid = (code != Some(0) && !accepted_failure)
+        .then(|| format!("exit {code:?} ({})", why.join("; ")));
+    assert!(!r.partial, "{discipline}");
+    assert_eq!(r.summary.discipline, discipline);
+    for p in &r.ports {
+        assert!(p.accounting_exact, "{discipline}: port {}: {p:?}", p.name);
+    }
+    let flow = |group: &str| {
+        r.flows
+            .iter()
+            .find(|f| f.group == group)
+            .unwrap_or_else(|| panic!("{discipline}: no {group} flow in {:?}", r.flows))
+    };
+    let (tcp, flood) = (flow("tcp-cubic"), flow("flood"));
+    // What the flood offered, at least: its datagrams (1200 bytes or more:
+    // QUIC's initial size, which path MTU discovery may only raise) over
+    // its active time (the few seconds it keeps sending its send buffer
+    // after the end make this an overestimate by ~10 %).
+    let active_s = r.summary.duration_s - flood.start_s;
+    let flood_sent_mbps = flood.sent_packets as f64 * 1200.0 * 8.0 / active_s / 1e6;
+    // The bottleneck port: data flows client -> server through port 1.
+    let bottleneck = r
+        .ports
+        .iter()
+        .max_by_key(|p| p.received)
+        .expect("router ports");
+    if invalid.is_none() && flood_sent_mbps < FLOOD_OFFERED_MIN {
+        invalid = Some(format!(
+            "the flood offered only {flood_sent_mbps:.1} Mbit/s"
+        ));
+    }
+    let router_out = std::fs::read_to_string(dir.join("results/testbed-flood/testbed/router.out"))
+        .unwrap_or_default();
+    let stalled_ms = router_out
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("stalled_ms=")?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    FloodRun {
+        discipline,
+        invalid,
+        stalled_ms,
+        tcp_mbps: tcp.goodput_mbps,
+        flood_mbps: flood.goodput_mbps,
+        flood_sent_mbps,
+        drops: bottleneck.dropped.clone(),
+    }
+}
+
+/// The least the flood must offer (of its 150 Mbit/s) for a valid run.
+const FLOOD_OFFERED_MIN: f64 = 140.0;
+
+/// Issue 12, test 3: CHOKe and Cebinae (at their documented defaults)
+/// protect a kernel TCP CUBIC flow against an unresponsive 150 Mbit/s
+/// Tollgate QUIC flood (`cbr`) on a 100 Mbit/s bottleneck better than
+/// DropTail does. DropTail leaves TCP 0.7-1.2 Mbit/s. Cebinae must give
+/// it at least 5 Mbit/s more (measured 10-25 Mbit/s at the defaults dT =
+/// 2^24 ns, L = 100 us, tau = 0.5; 0.1 Mbit/s at the old ns-3 defaults).
+/// CHOKe's protection of a single TCP flow is weak (1.5-1.9 Mbit/s here,
+/// 1.75 in `tollgate sim`: TCP still loses about 10 % of its packets), 0.4
+/// to 1.2 Mbit/s above DropTail in the same test run, so the bound is
+/// 0.25 Mbit/s above DropTail. tools/README.md, "Router fairness against a
+/// flood", has the measurements: on the shared 2-core development VM this
+/// test passed 6 of 16 times (router CPU stalls, a flood sender that cannot
+/// pace 150 Mbit/s in a debug build); it needs a host with CPUs to spare.
+#[test]
+fn choke_and_cebinae_protect_tcp_against_a_flood_better_than_droptail() {
+    const NAME: &str = "choke_and_cebinae_protect_tcp_against_a_flood_better_than_droptail";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = unavailable() {
+        return skip(NAME, &r);
+    }
+    // The comparison needs every flow to complete and the flood at its
+    // rate in every run. On this loaded host neither is certain: the
+    // (debug-built) flood sender once offered only ~115 Mbit/s (DropTail
+    // then left TCP 6 Mbit/s), and a TCP flow starved into RTO backoff
+    // once could not deliver its last data within the load generator's
+    // 5 s grace after the end. Such a run is repeated once, said on stdout;
+    // a second invalid run fails the test.
+    let runs: Vec<FloodRun> = ["droptail", "choke", "cebinae"]
+        .into_iter()
+        .map(|d| {
+            let r = flood_run(d);
+            let Some(why) = &r.invalid else {
+                return r;
+            };
+            println!(
+                "RETRY {d}: {why} (TCP {:.2}, flood goodput {:.2} Mbit/s)",
+                r.tcp_mbps, r.flood_mbps
+            );
+            flood_run(d)
+        })
+        .collect();
+    println!(
+        "discipline  TCP Mbit/s  flood Mbit/s  flood offered Mbit/s  router stalled ms  bottleneck drops"
+    );
+    for r in &runs {
+        println!(
+            "{:<10}  {:>10.2}  {:>12.2}  {:>20.1}  {:>17.0}  {:?}",
+            r.discipline, r.tcp_mbps, r.flood_mbps, r.flood_sent_mbps, r.stalled_ms, r.drops
+        );
+    }
+    for r in &runs {
+        assert_eq!(r.invalid, None, "{}: invalid twice", r.discipline);
+        // A sanity bound only: on this shared 2-core host the router loses
+        // its CPU for seconds per run (`stalled_ms` in router.out).
+        assert!(
+            r.tcp_mbps + r.flood_mbps > 50.0,
+            "{}: the bottleneck carried only {:.1} Mbit/s of goodput",
+            r.discipline,
+            r.tcp_mbps + r.flood_mbps
+        );
+    }
+    let droptail = runs[0].tcp_mbps;
+    let (choke, cebinae) = (&runs[1], &runs[2]);
+    assert!(
+        choke.tcp_mbps >= droptail + 0.25,
+        "choke: TCP got {:.2} Mbit/s, DropTail {droptail:.2} Mbit/s (router stalled {:.0} ms)",
+        choke.tcp_mbps,
+        choke.stalled_ms
+    );
+    assert!(
+        cebinae.tcp_mbps >= droptail + 5.0,
+        "cebinae: TCP got {:.2} Mbit/s, DropTail {droptail:.2} Mbit/s (router stalled {:.0} ms)",
+        cebinae.tcp_mbps,
+        cebinae.stalled_ms
+    );
 }
