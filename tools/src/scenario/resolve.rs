@@ -145,6 +145,18 @@ struct Topology {
     bottleneck_loss: f64,
 }
 
+/// `topology.jitter = "auto"`: this many 1500-byte packet times at the
+/// bottleneck rate (960 µs at 100 Mbit/s). One packet time (the default
+/// before) left drop-tail losses phase-locked onto the long-RTT flow at
+/// 0.2-0.5 BDP (its per-packet drop rate 5.5x the short flow's); the
+/// short/long ratio falls as the jitter grows and levels off from about
+/// 1 ms at 100 Mbit/s, where both flows lose the same fraction of their
+/// packets and Tollgate agrees with ns-3 given timing noise
+/// (tools/reproduce/DROP-BIAS.md, "Default jitter"). Phase locking is a
+/// matter of the bottleneck's transmission slots, so the bound scales with
+/// the packet time; only 100 Mbit/s was measured.
+pub const JITTER_AUTO_PACKETS: f64 = 8.0;
+
 /// `[topology]`: kind, hops, bottleneck rate and delay, access rate.
 fn resolve_topology(t: &RawTopology) -> Result<Topology, ScenarioError> {
     let topology = match t.kind.as_str() {
@@ -194,7 +206,9 @@ fn resolve_topology(t: &RawTopology) -> Result<Topology, ScenarioError> {
         None => 10.0 * bottleneck_rate_bps,
     };
     let host_jitter_s = match t.jitter.as_deref() {
-        None | Some("auto") => PACKET_BYTES as f64 * 8.0 / bottleneck_rate_bps,
+        None | Some("auto") => {
+            JITTER_AUTO_PACKETS * PACKET_BYTES as f64 * 8.0 / bottleneck_rate_bps
+        }
         Some(j) => {
             let v = dur("topology.jitter", j)?;
             if v > 0.1 {
