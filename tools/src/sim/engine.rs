@@ -13,8 +13,6 @@
 //! those of a complete run; the run then ends at the current virtual time
 //! with a final sample there ([`RunData::partial`], [`RunData::reached_s`]).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,6 +25,7 @@ use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
 use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{Host, Role};
+use super::queue::EventQueue;
 use super::net::{AnyQdisc, Collector, LinkQueue, SimPacket, WIRE_OVERHEAD};
 use super::tls::Crypto;
 use super::topology::{self, FlowSpec, Network};
@@ -133,35 +132,11 @@ enum Ev {
     Sample(u32),
 }
 
-struct Entry {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
-}
-
 struct Sim<'a> {
     s: &'a Scenario,
     now: u64,
     base: Instant,
-    seq: u64,
-    heap: BinaryHeap<Reverse<Entry>>,
+    queue: EventQueue<Ev>,
     net: Network,
     hosts: Vec<Host>,
     flows: Vec<FlowRecord>,
@@ -279,12 +254,12 @@ pub fn run(
             error: None,
         })
         .collect();
+    let end = (s.duration_s * 1e9).round() as u64;
     let mut sim = Sim {
         s,
         now: 0,
         base: Instant::now(),
-        seq: 0,
-        heap: BinaryHeap::new(),
+        queue: EventQueue::new(end),
         net,
         hosts,
         flows,
@@ -301,7 +276,6 @@ pub fn run(
         jitter_ns: s.host_jitter_s * 1e9,
         jitter_rng: tollgate_cca::rng::seeded(s.seed ^ 0x6a17_7e20),
     };
-    let end = (s.duration_s * 1e9).round() as u64;
     for i in 0..nflows {
         let t = sim.net.flows[i].start_ns;
         sim.push(t, Ev::FlowStart(i as u32));
@@ -313,12 +287,9 @@ pub fn run(
     }
     let mut partial = stop.load(Ordering::Relaxed);
     while !partial {
-        let Some(Reverse(e)) = sim.heap.pop() else {
+        let Some(e) = sim.queue.pop() else {
             break;
         };
-        if e.t > end {
-            break;
-        }
         sim.now = e.t;
         sim.events += 1;
         match e.ev {
@@ -364,12 +335,7 @@ pub fn run(
 
 impl Sim<'_> {
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse(Entry {
-            t,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(t, ev);
     }
 
     fn instant(&self, ns: u64) -> Instant {
@@ -617,12 +583,7 @@ impl Sim<'_> {
             let t = t.as_nanos().max(now);
             if port.poll_at.is_none_or(|p| t < p) {
                 port.poll_at = Some(t);
-                self.seq += 1;
-                self.heap.push(Reverse(Entry {
-                    t,
-                    seq: self.seq,
-                    ev: Ev::PortPoll(link as u32),
-                }));
+                self.queue.push(t, Ev::PortPoll(link as u32));
             }
         }
         if let Some(r) = rec {
