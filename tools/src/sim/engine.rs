@@ -16,6 +16,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::{Bytes, BytesMut};
 use hdrhistogram::Histogram;
 use tollgate_cca::rng::SimRng;
 use tollgate_cca::{Time, VariantId};
@@ -146,7 +147,7 @@ struct Sim<'a> {
     /// Per flow: its forward-data flow hash (for Cebinae's top-flow lookup).
     flow_hash: Vec<u64>,
     collector: Collector,
-    buf: Vec<u8>,
+    /// Datagram buffers of dropped packets, reused by the hosts.
     pool: Vec<Vec<u8>>,
     packets_sent: u64,
     events: u64,
@@ -267,7 +268,6 @@ pub fn run(
         port_of_link,
         flow_hash,
         collector: Collector::default(),
-        buf: Vec::with_capacity(65_536),
         pool: Vec::new(),
         packets_sent: 0,
         events: 0,
@@ -392,13 +392,21 @@ impl Sim<'_> {
         let now = self.instant(now_ns);
         self.hosts[h].run_app(now, now_ns);
         loop {
-            let mut buf = std::mem::take(&mut self.buf);
-            let t = self.hosts[h].ep.poll_transmit(now, &mut buf);
-            let Some(t) = t else {
-                self.buf = buf;
+            // The endpoint writes into a buffer that becomes the packet
+            // itself: no copy when the transmit is one datagram (always, as
+            // hosts disable GSO).
+            let mut buf = self.pool.pop().unwrap_or_default();
+            let Some(t) = self.hosts[h].ep.poll_transmit(now, &mut buf) else {
+                self.pool.push(buf);
                 break;
             };
+            let ecn = t.ecn.map_or(0, |e| e as u8);
             let seg = t.segment_size.unwrap_or(t.size).max(1);
+            if seg >= t.size {
+                buf.truncate(t.size);
+                self.emit(h, buf, t.dscp, ecn);
+                continue;
+            }
             let mut off = 0;
             while off < t.size {
                 let n = seg.min(t.size - off);
@@ -406,9 +414,9 @@ impl Sim<'_> {
                 data.clear();
                 data.extend_from_slice(&buf[off..off + n]);
                 off += n;
-                self.emit(h, data, t.dscp, t.ecn.map_or(0, |e| e as u8));
+                self.emit(h, data, t.dscp, ecn);
             }
-            self.buf = buf;
+            self.pool.push(buf);
         }
         // Events raised while sending (e.g. a stream became writable).
         self.hosts[h].run_app(now, now_ns);
@@ -650,10 +658,12 @@ impl Sim<'_> {
         let h = if p.to_server { 2 * f + 1 } else { 2 * f };
         let now = self.instant(self.now);
         let tos = p.tos();
+        // The packet's buffer goes to the endpoint as is: Vec -> Bytes ->
+        // BytesMut of a unique buffer does not copy the bytes.
+        let data = BytesMut::from(Bytes::from(p.data));
         self.hosts[h]
             .ep
-            .handle_datagram(now, p.from, Some(tos), &p.data);
-        self.recycle(p);
+            .handle_datagram_owned(now, p.from, Some(tos), data);
         self.host_step(h);
         if h % 2 == 0 {
             if let Some(tr) = self.trace.as_mut() {
