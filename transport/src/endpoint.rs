@@ -23,13 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use rustc_hash::FxHashMap;
-use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
     AckFrequencyConfig, ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir,
     EcnCodepoint, EndpointConfig, ServerConfig, Side, StreamEvent, StreamId, TransportConfig,
     VarInt,
 };
+use rustc_hash::FxHashMap;
 use tracing::Span;
 
 use crate::adapter::CcaHandle;
@@ -328,7 +327,7 @@ pub struct Endpoint {
     order: Vec<ConnectionHandle>,
     next_rr: usize,
     server: Option<(ServerConfig, ConnectionOptions)>,
-    client: Option<Arc<QuicClientConfig>>,
+    client: Option<Arc<dyn quinn_proto::crypto::ClientConfig>>,
     responses: VecDeque<(quinn_proto::Transmit, Vec<u8>)>,
     events: VecDeque<Event>,
     stats: EndpointStats,
@@ -365,11 +364,13 @@ impl Endpoint {
         }
     }
 
-    /// Accept incoming connections with `crypto`; each gets `defaults`
+    /// Accept incoming connections with `crypto` (usually a
+    /// [`QuicServerConfig`](quinn_proto::crypto::rustls::QuicServerConfig));
+    /// each gets `defaults`
     /// (CCA, marking, …). Fails if `defaults.cca` is not a valid spec.
     pub fn set_server(
         &mut self,
-        crypto: Arc<QuicServerConfig>,
+        crypto: Arc<dyn quinn_proto::crypto::ServerConfig>,
         defaults: ConnectionOptions,
     ) -> Result<(), tollgate_cca::SpecError> {
         CcaHandle::new(&defaults.cca)?;
@@ -379,8 +380,9 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Allow outgoing connections with `crypto`.
-    pub fn set_client(&mut self, crypto: Arc<QuicClientConfig>) {
+    /// Allow outgoing connections with `crypto` (usually a
+    /// [`QuicClientConfig`](quinn_proto::crypto::rustls::QuicClientConfig)).
+    pub fn set_client(&mut self, crypto: Arc<dyn quinn_proto::crypto::ClientConfig>) {
         self.client = Some(crypto);
     }
 

@@ -26,8 +26,8 @@ use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
 use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{Host, Role};
-use super::queue::EventQueue;
 use super::net::{AnyQdisc, Collector, LinkQueue, SimPacket, WIRE_OVERHEAD};
+use super::queue::EventQueue;
 use super::tls::Crypto;
 use super::topology::{self, FlowSpec, Network};
 use super::trace::Trace;
@@ -185,7 +185,7 @@ pub fn run(
         );
     }
     let net = topology::build(s)?;
-    let crypto = Crypto::new()?;
+    let crypto = Crypto::new(s.packet_protection)?;
     let mut seeder = tollgate_cca::rng::seeded(s.seed ^ 0xe9d9_0000);
     let mut hosts = Vec::new();
     for (i, f) in net.flows.iter().enumerate() {
