@@ -4,8 +4,9 @@
 //! after the last link), a router port's poll (its shaper or delay line has
 //! work), a host's transport timer, a flow's start, and the metrics sampler.
 //! A host's timer is re-armed after every interaction from
-//! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout);
-//! superseded timer events are recognised by their time and skipped.
+//! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout)
+//! through its [`TimerSlot`](super::queue::TimerSlot), which queues an event
+//! only when the timer moves earlier than the slot's queued events.
 //!
 //! A run can be stopped early: the caller's stop flag is checked after every
 //! sample and every [`STOP_CHECK_EVENTS`] events. A stop is an explicit
@@ -282,9 +283,11 @@ pub fn run(
     }
     let dt = (s.sample_interval_s * 1e9).round() as u64;
     let nsamples = end.div_ceil(dt);
-    for k in 1..=nsamples {
-        sim.push((k * dt).min(end), Ev::Sample(k as u32));
-    }
+    // Sample k runs under sequence number `samples_seq + k - 1`; each is
+    // queued when the previous one runs.
+    let samples_seq = sim.queue.reserve(nsamples);
+    sim.queue
+        .push_reserved(dt.min(end), samples_seq, Ev::Sample(1));
     let mut partial = stop.load(Ordering::Relaxed);
     while !partial {
         let Some(e) = sim.queue.pop() else {
@@ -295,9 +298,15 @@ pub fn run(
         match e.ev {
             Ev::Arrive(p) => sim.arrive(*p),
             Ev::PortPoll(l) => sim.port_poll(l as usize, e.t),
-            Ev::HostTimer(h) => sim.host_timer(h as usize, e.t),
+            Ev::HostTimer(h) => sim.host_timer(h as usize, e.t, e.seq),
             Ev::FlowStart(f) => sim.start_flow(f as usize),
             Ev::Sample(k) => {
+                let k = u64::from(k);
+                if k < nsamples {
+                    let t = ((k + 1) * dt).min(end);
+                    sim.queue
+                        .push_reserved(t, samples_seq + k, Ev::Sample(k as u32 + 1));
+                }
                 sim.sample();
                 progress(k as f64 / nsamples as f64);
                 partial = stop.load(Ordering::Relaxed);
@@ -375,13 +384,15 @@ impl Sim<'_> {
         self.host_step(h);
     }
 
-    fn host_timer(&mut self, h: usize, t: u64) {
+    fn host_timer(&mut self, h: usize, t: u64, seq: u64) {
         let now = self.instant(self.now);
         let host = &mut self.hosts[h];
-        if host.timer_at != Some(t) {
-            return; // superseded
+        if !host
+            .timer
+            .on_event(&mut self.queue, t, seq, || Ev::HostTimer(h as u32))
+        {
+            return; // superseded, or re-scheduled for later
         }
-        host.timer_at = None;
         host.ep.handle_timeout(now);
         self.host_step(h);
     }
@@ -434,12 +445,11 @@ impl Sim<'_> {
             } else {
                 host.same_now_timers = 0;
             }
-            if host.timer_at != Some(t) {
-                host.timer_at = Some(t);
-                self.push(t, Ev::HostTimer(h as u32));
-            }
+            host.timer
+                .set(&mut self.queue, Some(t), || Ev::HostTimer(h as u32));
         } else {
-            host.timer_at = None;
+            host.timer
+                .set(&mut self.queue, None, || Ev::HostTimer(h as u32));
         }
     }
 
