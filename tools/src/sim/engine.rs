@@ -296,7 +296,7 @@ pub fn run(
         sim.now = e.t;
         sim.events += 1;
         match e.ev {
-            Ev::Arrive(p) => sim.arrive(*p),
+            Ev::Arrive(p) => sim.arrive(p),
             Ev::PortPoll(l) => sim.port_poll(l as usize, e.t),
             Ev::HostTimer(h) => sim.host_timer(h as usize, e.t, e.seq),
             Ev::FlowStart(f) => sim.start_flow(f as usize),
@@ -482,7 +482,7 @@ impl Sim<'_> {
             host.last_emit_ns = at;
             self.push(at, Ev::Arrive(Box::new(p)));
         } else {
-            self.arrive(p);
+            self.arrive(Box::new(p));
         }
     }
 
@@ -496,10 +496,12 @@ impl Sim<'_> {
     }
 
     /// A packet reaches the input of hop `p.hop` (or its host after the last).
-    fn arrive(&mut self, mut p: SimPacket) {
+    /// The packet stays in its box across access links (one allocation
+    /// fewer per hop than unboxing and boxing it again).
+    fn arrive(&mut self, mut p: Box<SimPacket>) {
         let path = self.path(&p);
         let Some(&link) = path.get(p.hop as usize) else {
-            return self.deliver(p);
+            return self.deliver(*p);
         };
         let now = self.now;
         let l = &mut self.net.links[link as usize];
@@ -515,7 +517,7 @@ impl Sim<'_> {
                     if backlog > *limit {
                         *drops += 1;
                         self.flows[p.flow as usize].access_drops += 1;
-                        self.recycle(p);
+                        self.recycle(*p);
                         return;
                     }
                 }
@@ -523,7 +525,7 @@ impl Sim<'_> {
                 *busy_until = start + ser;
                 let at = *busy_until + l.delay_ns;
                 p.hop += 1;
-                self.push(at, Ev::Arrive(Box::new(p)));
+                self.push(at, Ev::Arrive(p));
             }
             LinkQueue::Port(port) => {
                 let f = &self.net.flows[p.flow as usize];
@@ -535,13 +537,13 @@ impl Sim<'_> {
                     if p.to_server && Some(&link) == self.net.forward_ports.first() {
                         let (flow, sent, qlen, before) =
                             (p.flow, p.sent_ns, port.port.qdisc().len(), c.dropped.len());
-                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                        port.port.receive(*p, Time::from_nanos(now), &mut c);
                         tr.arrival(now, flow, qlen, c.dropped.len() > before, sent);
                     } else {
-                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                        port.port.receive(*p, Time::from_nanos(now), &mut c);
                     }
                 } else {
-                    port.port.receive(p, Time::from_nanos(now), &mut c);
+                    port.port.receive(*p, Time::from_nanos(now), &mut c);
                 }
                 port.port.poll(Time::from_nanos(now), &mut c);
                 self.collector = c;
