@@ -55,6 +55,11 @@ pub struct SimArgs {
     /// Only check the scenario file.
     #[arg(long)]
     pub check: bool,
+    /// Skip QUIC packet protection (AES-GCM) on 1-RTT packets for speed:
+    /// a null cipher with the same tag length, so every packet keeps its
+    /// size and results are the same (scenario field `packet_protection`).
+    #[arg(long)]
+    pub no_packet_protection: bool,
 }
 
 /// Re-render a results file (table and plots) without re-running.
@@ -111,6 +116,11 @@ pub fn sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(n) = args.seeds {
         plan.set_seed_count(n)?;
+    }
+    if args.no_packet_protection {
+        for r in &mut plan.runs {
+            r.packet_protection = false;
+        }
     }
     if args.check {
         if !args.quiet {

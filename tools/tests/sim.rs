@@ -72,6 +72,47 @@ start = "0.2s"
     assert_ne!(a, c, "the seed has no effect");
 }
 
+/// `packet_protection = false` swaps AES-GCM for a null cipher with the same
+/// tag length on 1-RTT packets: every packet keeps its size and the emulator
+/// never reads packet contents, so per-flow goodput, losses and packet counts
+/// are exactly equal (tolerance zero), drops and queueing included (a
+/// 1-BDP drop-tail buffer with four flows makes losses).
+#[test]
+fn packet_protection_off_gives_the_same_results() {
+    let text = r#"
+name = "protection"
+duration = "4s"
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "20Mbit", delay = "2ms", buffer = "1bdp" }
+[[flows]]
+count = 3
+cca = "newreno"
+rtt = ["10ms", "30ms", "60ms"]
+[[flows]]
+cca = "cubic"
+rtt = "40ms"
+"#;
+    let on = simulate(text);
+    let off = simulate(&text.replace(
+        "duration = \"4s\"",
+        "duration = \"4s\"\npacket_protection = false",
+    ));
+    assert_eq!(on.config["packet_protection"], true);
+    assert_eq!(off.config["packet_protection"], false);
+    assert!(
+        on.flows.iter().map(|f| f.lost_packets).sum::<u64>() > 0,
+        "no losses: a weak test"
+    );
+    for (a, b) in on.flows.iter().zip(&off.flows) {
+        assert!(a.goodput_mbps > 1.0);
+        assert_eq!(a.goodput_mbps, b.goodput_mbps, "flow {}", a.id);
+        assert_eq!(a.lost_packets, b.lost_packets, "flow {}", a.id);
+        assert_eq!(a.sent_packets, b.sent_packets, "flow {}", a.id);
+    }
+    assert_eq!(on.summary.events, off.summary.events);
+}
+
 #[test]
 fn a_single_flow_uses_at_least_95_percent_of_the_bottleneck() {
     let r = simulate(

@@ -173,7 +173,16 @@ impl CcaCore {
 
     /// The sequence number of the oldest unacked datagram sent at `sent`.
     fn match_ack(&mut self, sent: Instant) -> Option<u64> {
-        let start = self.sent.partition_point(|r| r.time < sent);
+        // The first record sent at or after `sent` (records are in send
+        // order). ACKs mostly come in send order, so it is usually among the
+        // first few: scan those before searching (the search over a deep
+        // queue was 2.5 % of an emulator run).
+        let near = self.sent.len().min(16);
+        let start = match self.sent.range(..near).position(|r| r.time >= sent) {
+            Some(i) => i,
+            None if near == self.sent.len() => near,
+            None => self.sent.partition_point(|r| r.time < sent),
+        };
         for i in start..self.sent.len() {
             let r = &mut self.sent[i];
             if r.time != sent {

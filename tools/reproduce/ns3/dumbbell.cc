@@ -1,12 +1,17 @@
-// Independent cross-check of Tollgate's 2-flow drop-tail dumbbell in ns-3 3.37.
-// 2 TCP NewReno flows (RTT 10 ms and 100 ms), sender access links 1 Gbit/s
-// carrying the flow's delay (rtt/2 - 2 ms), bottleneck 100 Mbit/s 2 ms with a
-// drop-tail device queue of BUF packets (no queue disc), receivers on 1 Gbit/s
-// zero-delay links. Prints per-flow drops at the bottleneck and goodput after
-// --from seconds. Arguments: --buf=PKTS --duration=S --from=S --delack=1|2
-// --recovery=prr|classic --pacing=0|1 --run=N --rttShort=MS --rttLong=MS
-// --jitterUs=J (random extra delay in [0, J] µs per packet on the access links,
-// FIFO per direction, seeded by --run; 0 = exact timing).
+// Independent cross-check of Tollgate's drop-tail dumbbell in ns-3 3.37.
+// N TCP NewReno flows (default 2, RTT 10 ms and 100 ms), sender access links
+// 1 Gbit/s carrying the flow's delay (rtt/2 - bottleneck delay), bottleneck
+// 100 Mbit/s 2 ms with a drop-tail device queue of BUF packets (no queue
+// disc), receivers on 1 Gbit/s zero-delay links. Prints per-flow drops at the
+// bottleneck and goodput after --from seconds. Arguments: --buf=PKTS
+// --duration=S --from=S --delack=1|2 --recovery=prr|classic --pacing=0|1
+// --run=N --rttShort=MS --rttLong=MS --jitterUs=J (random extra delay in
+// [0, J] µs per packet on the access links, FIFO per direction, seeded by
+// --run; 0 = exact timing).
+// N flows: --rtts=MS,MS,... (one RTT per flow; replaces rttShort/rttLong)
+// with --bottleneckDelay=MS (default 2) and --bottleneckMbps=R (default 100);
+// the output is then one line per flow and a summary line
+// ("total_mbps=... jfi=...") instead of the 2-flow table row.
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -20,6 +25,8 @@
 #include "ns3/traffic-control-module.h"
 
 #include <cstdio>
+#include <sstream>
+#include <vector>
 
 using namespace ns3;
 
@@ -79,10 +86,10 @@ AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
     }
     return c;
 }
-static uint64_t g_drops[2];
-static uint64_t g_arrivals[2];
-static uint64_t g_rx[2];
-static Ipv4Address g_src[2];
+static std::vector<uint64_t> g_drops;
+static std::vector<uint64_t> g_arrivals;
+static std::vector<uint64_t> g_rx;
+static std::vector<Ipv4Address> g_src;
 
 static Ptr<Queue<Packet>> g_q;
 static void
@@ -128,7 +135,7 @@ FlowOf(Ptr<const Packet> p)
     c->RemoveHeader(ppp);
     Ipv4Header ip;
     c->PeekHeader(ip);
-    for (int i = 0; i < 2; i++)
+    for (size_t i = 0; i < g_src.size(); i++)
     {
         if (ip.GetSource() == g_src[i])
         {
@@ -156,7 +163,7 @@ OnTcDrop(Ptr<const Packet> p)
         return;
     Ipv4Header ip;
     p->PeekHeader(ip);
-    for (int i = 0; i < 2; i++)
+    for (size_t i = 0; i < g_src.size(); i++)
         if (ip.GetSource() == g_src[i])
             g_drops[i]++;
 }
@@ -195,6 +202,8 @@ main(int argc, char* argv[])
     uint32_t run = 1;
     double rttShort = 10, rttLong = 100;
     double jitterUs = 0;
+    std::vector<double> rttList; // --rtts: N flows
+    double bottleneckDelayMs = 2, bottleneckMbps = 100;
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
     {
@@ -216,6 +225,15 @@ main(int argc, char* argv[])
         else if (k == "rttShort") rttShort = std::stod(v);
         else if (k == "rttLong") rttLong = std::stod(v);
         else if (k == "jitterUs") jitterUs = std::stod(v);
+        else if (k == "rtts")
+        {
+            std::stringstream ss(v);
+            std::string item;
+            while (std::getline(ss, item, ','))
+                rttList.push_back(std::stod(item));
+        }
+        else if (k == "bottleneckDelay") bottleneckDelayMs = std::stod(v);
+        else if (k == "bottleneckMbps") bottleneckMbps = std::stod(v);
         else { fprintf(stderr, "unknown %s\n", k.c_str()); return 2; }
     }
 
@@ -231,16 +249,24 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
     Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(pacing));
 
+    bool many = !rttList.empty();
+    std::vector<double> rtts = many ? rttList : std::vector<double>{rttShort, rttLong};
+    size_t n = rtts.size();
+    g_drops.assign(n, 0);
+    g_arrivals.assign(n, 0);
+    g_rx.assign(n, 0);
+    g_src.assign(n, Ipv4Address());
+
     NodeContainer snd, rcv, rt;
-    snd.Create(2);
-    rcv.Create(2);
+    snd.Create(n);
+    rcv.Create(n);
     rt.Create(2);
     InternetStackHelper stack;
     stack.InstallAll();
 
     PointToPointHelper bott;
-    bott.SetDeviceAttribute("DataRate", StringValue("100Mbps"));
-    bott.SetChannelAttribute("Delay", StringValue("2ms"));
+    bott.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(bottleneckMbps * 1e6))));
+    bott.SetChannelAttribute("Delay", TimeValue(NanoSeconds(int64_t(bottleneckDelayMs * 1e6 + 0.5))));
     bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(std::to_string(buf) + "p"));
     NetDeviceContainer bd = bott.Install(rt.Get(0), rt.Get(1));
 
@@ -250,12 +276,11 @@ main(int argc, char* argv[])
     TrafficControlHelper tch;
     tch.Uninstall(bd.Get(0));
 
-    double rtts[2] = {rttShort, rttLong};
-    for (int i = 0; i < 2; i++)
+    for (size_t i = 0; i < n; i++)
     {
         int64_t jit = int64_t(jitterUs * 1e3 + 0.5);
         NetDeviceContainer a = AccessLink(snd.Get(i), rt.Get(0),
-                                          NanoSeconds(int64_t((rtts[i] / 2 - 2) * 1e6 + 0.5)), jit);
+                                          NanoSeconds(int64_t((rtts[i] / 2 - bottleneckDelayMs) * 1e6 + 0.5)), jit);
         addr.SetBase(("10.1." + std::to_string(i) + ".0").c_str(), "255.255.255.0");
         Ipv4InterfaceContainer ia = addr.Assign(a);
         g_src[i] = ia.GetAddress(0);
@@ -271,7 +296,7 @@ main(int argc, char* argv[])
         PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
         ApplicationContainer ka = sink.Install(rcv.Get(i));
         ka.Start(Seconds(0));
-        ka.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnRx, i));
+        ka.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnRx, int(i)));
     }
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 
@@ -296,6 +321,20 @@ main(int argc, char* argv[])
     Simulator::Stop(Seconds(duration));
     Simulator::Run();
     double span = duration - g_from;
+    if (many)
+    {
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < n; i++)
+        {
+            double g = g_rx[i] * 8 / span / 1e6;
+            sum += g;
+            sq += g * g;
+            printf("flow=%zu rtt_ms=%g goodput_mbps=%.3f drops=%lu\n", i, rtts[i], g, g_drops[i]);
+        }
+        printf("total_mbps=%.3f jfi=%.4f\n", sum, sq > 0 ? sum * sum / (n * sq) : 0.0);
+        Simulator::Destroy();
+        return 0;
+    }
     double g0 = g_rx[0] * 8 / span / 1e6, g1 = g_rx[1] * 8 / span / 1e6;
     uint64_t a0 = g_arrivals[0] + g_drops[0], a1 = g_arrivals[1] + g_drops[1];
     printf("| ns-3 %s delack=%u pacing=%d jitter=%gus | %u | %u | %lu/%lu | %.3f/%.3f | %.1f/%.1f | %.2f |\n",

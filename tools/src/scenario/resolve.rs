@@ -110,6 +110,7 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
         buffer,
         access_rate_bps: topo.access_rate_bps,
         host_jitter_s: topo.host_jitter_s,
+        packet_protection: raw.packet_protection.unwrap_or(true),
         router,
         flows,
         metrics,

@@ -120,6 +120,10 @@ pub struct Scenario {
     /// Host emission jitter: each datagram leaves its host after a delay
     /// uniform in `[0, host_jitter_s]` (FIFO per host), seconds.
     pub host_jitter_s: f64,
+    /// Real AES-GCM packet protection on 1-RTT packets; false: a null
+    /// cipher with the same tag length, so packets keep their sizes
+    /// ([`crate::sim::tls`]).
+    pub packet_protection: bool,
     /// Router.
     pub router: RouterSpec,
     /// Flow groups.

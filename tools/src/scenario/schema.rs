@@ -34,6 +34,10 @@ pub struct RawScenario {
     pub seeds: Option<Vec<u64>>,
     /// Metrics sampling interval (default 100ms).
     pub sample_interval: Option<String>,
+    /// QUIC packet protection (AES-GCM) on 1-RTT packets (default true);
+    /// false keeps the same packet sizes without the cipher work
+    /// (`tollgate sim --no-packet-protection`).
+    pub packet_protection: Option<bool>,
     /// Links.
     pub topology: RawTopology,
     /// Queue discipline at the bottleneck port(s).

@@ -4,8 +4,9 @@
 //! after the last link), a router port's poll (its shaper or delay line has
 //! work), a host's transport timer, a flow's start, and the metrics sampler.
 //! A host's timer is re-armed after every interaction from
-//! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout);
-//! superseded timer events are recognised by their time and skipped.
+//! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout)
+//! through its [`TimerSlot`](super::queue::TimerSlot), which queues an event
+//! only when the timer moves earlier than the slot's queued events.
 //!
 //! A run can be stopped early: the caller's stop flag is checked after every
 //! sample and every [`STOP_CHECK_EVENTS`] events. A stop is an explicit
@@ -13,11 +14,10 @@
 //! those of a complete run; the run then ends at the current virtual time
 //! with a final sample there ([`RunData::partial`], [`RunData::reached_s`]).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::{Bytes, BytesMut};
 use hdrhistogram::Histogram;
 use tollgate_cca::rng::SimRng;
 use tollgate_cca::{Time, VariantId};
@@ -28,6 +28,7 @@ use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{Host, Role};
 use super::net::{AnyQdisc, Collector, LinkQueue, SimPacket, WIRE_OVERHEAD};
+use super::queue::EventQueue;
 use super::tls::Crypto;
 use super::topology::{self, FlowSpec, Network};
 use super::trace::Trace;
@@ -136,35 +137,11 @@ enum Ev {
     Sample(u32),
 }
 
-struct Entry {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
-}
-
 struct Sim<'a> {
     s: &'a Scenario,
     now: u64,
     base: Instant,
-    seq: u64,
-    heap: BinaryHeap<Reverse<Entry>>,
+    queue: EventQueue<Ev>,
     net: Network,
     hosts: Vec<Host>,
     flows: Vec<FlowRecord>,
@@ -174,7 +151,7 @@ struct Sim<'a> {
     /// Per flow: its forward-data flow hash (for Cebinae's top-flow lookup).
     flow_hash: Vec<u64>,
     collector: Collector,
-    buf: Vec<u8>,
+    /// Datagram buffers of dropped packets, reused by the hosts.
     pool: Vec<Vec<u8>>,
     packets_sent: u64,
     events: u64,
@@ -216,7 +193,7 @@ pub fn run(
         );
     }
     let net = topology::build(s)?;
-    let crypto = Crypto::new()?;
+    let crypto = Crypto::new(s.packet_protection)?;
     let mut seeder = tollgate_cca::rng::seeded(s.seed ^ 0xe9d9_0000);
     let mut hosts = Vec::new();
     for (i, f) in net.flows.iter().enumerate() {
@@ -287,12 +264,12 @@ pub fn run(
             error: None,
         })
         .collect();
+    let end = (s.duration_s * 1e9).round() as u64;
     let mut sim = Sim {
         s,
         now: 0,
         base: Instant::now(),
-        seq: 0,
-        heap: BinaryHeap::new(),
+        queue: EventQueue::new(end),
         net,
         hosts,
         flows,
@@ -300,7 +277,6 @@ pub fn run(
         port_of_link,
         flow_hash,
         collector: Collector::default(),
-        buf: Vec::with_capacity(65_536),
         pool: Vec::new(),
         packets_sent: 0,
         events: 0,
@@ -311,32 +287,36 @@ pub fn run(
         loss: s.bottleneck_loss,
         loss_rng: tollgate_cca::rng::seeded(s.seed ^ 0x1055_d0e5),
     };
-    let end = (s.duration_s * 1e9).round() as u64;
     for i in 0..nflows {
         let t = sim.net.flows[i].start_ns;
         sim.push(t, Ev::FlowStart(i as u32));
     }
     let dt = (s.sample_interval_s * 1e9).round() as u64;
     let nsamples = end.div_ceil(dt);
-    for k in 1..=nsamples {
-        sim.push((k * dt).min(end), Ev::Sample(k as u32));
-    }
+    // Sample k runs under sequence number `samples_seq + k - 1`; each is
+    // queued when the previous one runs.
+    let samples_seq = sim.queue.reserve(nsamples);
+    sim.queue
+        .push_reserved(dt.min(end), samples_seq, Ev::Sample(1));
     let mut partial = stop.load(Ordering::Relaxed);
     while !partial {
-        let Some(Reverse(e)) = sim.heap.pop() else {
+        let Some(e) = sim.queue.pop() else {
             break;
         };
-        if e.t > end {
-            break;
-        }
         sim.now = e.t;
         sim.events += 1;
         match e.ev {
-            Ev::Arrive(p) => sim.arrive(*p),
+            Ev::Arrive(p) => sim.arrive(p),
             Ev::PortPoll(l) => sim.port_poll(l as usize, e.t),
-            Ev::HostTimer(h) => sim.host_timer(h as usize, e.t),
+            Ev::HostTimer(h) => sim.host_timer(h as usize, e.t, e.seq),
             Ev::FlowStart(f) => sim.start_flow(f as usize),
             Ev::Sample(k) => {
+                let k = u64::from(k);
+                if k < nsamples {
+                    let t = ((k + 1) * dt).min(end);
+                    sim.queue
+                        .push_reserved(t, samples_seq + k, Ev::Sample(k as u32 + 1));
+                }
                 sim.sample();
                 progress(k as f64 / nsamples as f64);
                 partial = stop.load(Ordering::Relaxed);
@@ -374,12 +354,7 @@ pub fn run(
 
 impl Sim<'_> {
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse(Entry {
-            t,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(t, ev);
     }
 
     fn instant(&self, ns: u64) -> Instant {
@@ -419,13 +394,15 @@ impl Sim<'_> {
         self.host_step(h);
     }
 
-    fn host_timer(&mut self, h: usize, t: u64) {
+    fn host_timer(&mut self, h: usize, t: u64, seq: u64) {
         let now = self.instant(self.now);
         let host = &mut self.hosts[h];
-        if host.timer_at != Some(t) {
-            return; // superseded
+        if !host
+            .timer
+            .on_event(&mut self.queue, t, seq, || Ev::HostTimer(h as u32))
+        {
+            return; // superseded, or re-scheduled for later
         }
-        host.timer_at = None;
         host.ep.handle_timeout(now);
         self.host_step(h);
     }
@@ -436,13 +413,21 @@ impl Sim<'_> {
         let now = self.instant(now_ns);
         self.hosts[h].run_app(now, now_ns);
         loop {
-            let mut buf = std::mem::take(&mut self.buf);
-            let t = self.hosts[h].ep.poll_transmit(now, &mut buf);
-            let Some(t) = t else {
-                self.buf = buf;
+            // The endpoint writes into a buffer that becomes the packet
+            // itself: no copy when the transmit is one datagram (always, as
+            // hosts disable GSO).
+            let mut buf = self.pool.pop().unwrap_or_default();
+            let Some(t) = self.hosts[h].ep.poll_transmit(now, &mut buf) else {
+                self.pool.push(buf);
                 break;
             };
+            let ecn = t.ecn.map_or(0, |e| e as u8);
             let seg = t.segment_size.unwrap_or(t.size).max(1);
+            if seg >= t.size {
+                buf.truncate(t.size);
+                self.emit(h, buf, t.dscp, ecn);
+                continue;
+            }
             let mut off = 0;
             while off < t.size {
                 let n = seg.min(t.size - off);
@@ -450,9 +435,9 @@ impl Sim<'_> {
                 data.clear();
                 data.extend_from_slice(&buf[off..off + n]);
                 off += n;
-                self.emit(h, data, t.dscp, t.ecn.map_or(0, |e| e as u8));
+                self.emit(h, data, t.dscp, ecn);
             }
-            self.buf = buf;
+            self.pool.push(buf);
         }
         // Events raised while sending (e.g. a stream became writable).
         self.hosts[h].run_app(now, now_ns);
@@ -470,12 +455,11 @@ impl Sim<'_> {
             } else {
                 host.same_now_timers = 0;
             }
-            if host.timer_at != Some(t) {
-                host.timer_at = Some(t);
-                self.push(t, Ev::HostTimer(h as u32));
-            }
+            host.timer
+                .set(&mut self.queue, Some(t), || Ev::HostTimer(h as u32));
         } else {
-            host.timer_at = None;
+            host.timer
+                .set(&mut self.queue, None, || Ev::HostTimer(h as u32));
         }
     }
 
@@ -508,7 +492,7 @@ impl Sim<'_> {
             host.last_emit_ns = at;
             self.push(at, Ev::Arrive(Box::new(p)));
         } else {
-            self.arrive(p);
+            self.arrive(Box::new(p));
         }
     }
 
@@ -522,10 +506,12 @@ impl Sim<'_> {
     }
 
     /// A packet reaches the input of hop `p.hop` (or its host after the last).
-    fn arrive(&mut self, mut p: SimPacket) {
+    /// The packet stays in its box across access links (one allocation
+    /// fewer per hop than unboxing and boxing it again).
+    fn arrive(&mut self, mut p: Box<SimPacket>) {
         let path = self.path(&p);
         let Some(&link) = path.get(p.hop as usize) else {
-            return self.deliver(p);
+            return self.deliver(*p);
         };
         let now = self.now;
         let l = &mut self.net.links[link as usize];
@@ -541,7 +527,7 @@ impl Sim<'_> {
                     if backlog > *limit {
                         *drops += 1;
                         self.flows[p.flow as usize].access_drops += 1;
-                        self.recycle(p);
+                        self.recycle(*p);
                         return;
                     }
                 }
@@ -549,7 +535,7 @@ impl Sim<'_> {
                 *busy_until = start + ser;
                 let at = *busy_until + l.delay_ns;
                 p.hop += 1;
-                self.push(at, Ev::Arrive(Box::new(p)));
+                self.push(at, Ev::Arrive(p));
             }
             LinkQueue::Port(port) => {
                 if self.loss > 0.0
@@ -569,13 +555,13 @@ impl Sim<'_> {
                     if p.to_server && Some(&link) == self.net.forward_ports.first() {
                         let (flow, sent, qlen, before) =
                             (p.flow, p.sent_ns, port.port.qdisc().len(), c.dropped.len());
-                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                        port.port.receive(*p, Time::from_nanos(now), &mut c);
                         tr.arrival(now, flow, qlen, c.dropped.len() > before, sent);
                     } else {
-                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                        port.port.receive(*p, Time::from_nanos(now), &mut c);
                     }
                 } else {
-                    port.port.receive(p, Time::from_nanos(now), &mut c);
+                    port.port.receive(*p, Time::from_nanos(now), &mut c);
                 }
                 port.port.poll(Time::from_nanos(now), &mut c);
                 self.collector = c;
@@ -635,12 +621,7 @@ impl Sim<'_> {
             let t = t.as_nanos().max(now);
             if port.poll_at.is_none_or(|p| t < p) {
                 port.poll_at = Some(t);
-                self.seq += 1;
-                self.heap.push(Reverse(Entry {
-                    t,
-                    seq: self.seq,
-                    ev: Ev::PortPoll(link as u32),
-                }));
+                self.queue.push(t, Ev::PortPoll(link as u32));
             }
         }
         if let Some(r) = rec {
@@ -707,10 +688,12 @@ impl Sim<'_> {
         let h = if p.to_server { 2 * f + 1 } else { 2 * f };
         let now = self.instant(self.now);
         let tos = p.tos();
+        // The packet's buffer goes to the endpoint as is: Vec -> Bytes ->
+        // BytesMut of a unique buffer does not copy the bytes.
+        let data = BytesMut::from(Bytes::from(p.data));
         self.hosts[h]
             .ep
-            .handle_datagram(now, p.from, Some(tos), &p.data);
-        self.recycle(p);
+            .handle_datagram_owned(now, p.from, Some(tos), data);
         self.host_step(h);
         if h % 2 == 0 {
             if let Some(tr) = self.trace.as_mut() {

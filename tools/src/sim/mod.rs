@@ -1,8 +1,9 @@
 //! The virtual-time emulator.
 //!
 //! A discrete-event engine: one binary heap of `(virtual time, sequence
-//! number)` events, so events at the same instant run in the order they were
-//! scheduled and a run is a pure function of the scenario and its seed.
+//! number)` events ([`queue`]), so events at the same instant run in the
+//! order they were scheduled and a run is a pure function of the scenario and
+//! its seed.
 //! Hosts run the real Tollgate transport ([`tollgate_transport::Endpoint`],
 //! quinn-proto with Tollgate's CCAs) fed with virtual `Instant`s (one base
 //! `Instant` captured at start plus the virtual offset); router ports run the
@@ -14,12 +15,14 @@
 //! | [`host`] | endpoints and the sender / receiver apps |
 //! | [`topology`] | building links, hosts and paths from a scenario |
 //! | [`engine`] | the event loop and what it records ([`engine::RunData`]) |
+//! | [`queue`] | the event queue |
 //! | [`tls`] | a deterministic certificate |
 //! | [`trace`] | optional per-packet trace (`TOLLGATE_TRACE`) for debugging |
 
 pub mod engine;
 pub mod host;
 pub mod net;
+pub mod queue;
 pub mod tls;
 pub mod topology;
 pub mod trace;
