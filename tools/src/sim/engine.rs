@@ -543,7 +543,7 @@ impl Sim<'_> {
                     && tollgate_cca::rng::uniform_f64(&mut self.loss_rng) < self.loss
                 {
                     self.flows[p.flow as usize].loss_drops += 1;
-                    self.recycle(p);
+                    self.recycle(*p);
                     return;
                 }
                 let f = &self.net.flows[p.flow as usize];
