@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use tollgate_tools::campaign::{self, Campaign, RunStatus, SlurmOptions};
 use tollgate_tools::scenario;
 
-use crate::cli_pool::{self, ChildRun, Ended};
+use crate::cli_pool::{self, ChildRun, Ended, PoolArgs};
 use crate::cli_sim::EXIT_INTERRUPTED;
 
 /// Run many seeds and sweep points: locally in parallel, or on a Slurm cluster.
@@ -70,16 +70,8 @@ pub struct PlanArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub file: FileArgs,
-    /// Runs at a time, each a `tollgate sim --run-index` child process
-    /// (default: the number of cores available).
-    #[arg(short = 'j', long = "jobs", value_name = "N")]
-    pub jobs: Option<usize>,
-    /// Skip the per-run and campaign plots (faster).
-    #[arg(long)]
-    pub no_plots: bool,
-    /// Print nothing but errors (no progress bar, no table).
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub pool: PoolArgs,
 }
 
 /// `tollgate campaign merge`.
@@ -191,7 +183,7 @@ fn plan(a: &PlanArgs) -> anyhow::Result<()> {
 
 fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let c = load(&a.file)?;
-    let jobs = cli_pool::jobs(a.jobs)?;
+    let jobs = cli_pool::jobs(a.pool.jobs)?;
     c.ensure_plan_file(&a.file.out)?;
     let todo: Vec<ChildRun> = c
         .runs
@@ -202,13 +194,13 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
             index: r.index,
             out: a.file.out.clone(),
             seeds: a.file.seeds,
-            no_plots: a.no_plots,
+            no_plots: a.pool.no_plots,
             dir: c.run_dir(&a.file.out, r.index),
         })
         .collect();
     let done_before = c.runs.len() - todo.len();
     let dir = c.dir(&a.file.out);
-    if !a.quiet {
+    if !a.pool.quiet {
         eprintln!(
             "campaign {}: {} runs, {} already finished, {} to run, {} at a time; results in {}",
             c.name,
@@ -220,7 +212,14 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let started = Instant::now();
-    let ended = cli_pool::run_all(&todo, jobs, &c.name, c.runs.len(), done_before, a.quiet)?;
+    let ended = cli_pool::run_all(
+        &todo,
+        jobs,
+        &c.name,
+        c.runs.len(),
+        done_before,
+        a.pool.quiet,
+    )?;
     let wall = started.elapsed().as_secs_f64();
     let mut failed: Vec<usize> = ended
         .iter()
@@ -259,7 +258,7 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if cli_pool::stopped() {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    if !a.quiet {
+    if !a.pool.quiet {
         eprintln!(
             "ran {ran} runs in {wall:.2} s wall ({jobs} at a time); {done_before} were already finished"
         );
@@ -272,8 +271,8 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
             merged.missing.len()
         );
     }
-    merged.write(&dir, !a.no_plots)?;
-    if !a.quiet {
+    merged.write(&dir, !a.pool.no_plots)?;
+    if !a.pool.quiet {
         print!("{}", campaign::stats_table(&merged));
         println!("merged into {}", dir.join(campaign::MERGED_FILE).display());
     }

@@ -61,6 +61,21 @@ fn install_stop_handler() -> anyhow::Result<()> {
     .map_err(|e| anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))
 }
 
+/// The options of every command that runs a pool: `-j`, `--no-plots`, `-q`.
+#[derive(Debug, clap::Args)]
+pub struct PoolArgs {
+    /// Runs at a time, each a `tollgate sim --run-index` child process
+    /// (default: the number of cores available).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Skip the per-run and campaign plots (faster).
+    #[arg(long)]
+    pub no_plots: bool,
+    /// Print nothing but errors (no progress bar, no table).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
 /// `-j N`: runs at a time (default: the cores available); 0 is refused.
 pub fn jobs(given: Option<usize>) -> anyhow::Result<usize> {
     match given {

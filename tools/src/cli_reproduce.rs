@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::Args;
 use tollgate_tools::reproduce::{self, Experiment, Options, Prepared, ReportInfo};
 
-use crate::cli_pool::{self, ChildRun, Ended};
+use crate::cli_pool::{self, ChildRun, Ended, PoolArgs};
 use crate::cli_sim::EXIT_INTERRUPTED;
 
 /// `tollgate reproduce`.
@@ -59,15 +59,8 @@ pub struct ReproduceArgs {
     /// from).
     #[arg(long, value_name = "DIR")]
     pub experiments: Option<PathBuf>,
-    /// Runs at a time (default: the cores available).
-    #[arg(short = 'j', long = "jobs", value_name = "N")]
-    pub jobs: Option<usize>,
-    /// Skip the per-run, campaign and report plots.
-    #[arg(long)]
-    pub no_plots: bool,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub pool: PoolArgs,
 }
 
 fn experiments_dir(given: Option<&Path>) -> PathBuf {
@@ -146,7 +139,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--seeds 0: give at least 1 (5 or more for a reproduction)");
     }
     let chosen = select(all, &a)?;
-    let jobs = cli_pool::jobs(a.jobs)?;
+    let jobs = cli_pool::jobs(a.pool.jobs)?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(if a.quick {
             "results/reproduce-quick"
@@ -169,13 +162,13 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
                 index,
                 out: p.root.clone(),
                 seeds: Some(p.seeds),
-                no_plots: a.no_plots,
+                no_plots: a.pool.no_plots,
                 dir: p.campaign.run_dir(&p.root, index),
             })
         })
         .collect();
     let before = total - todo.len();
-    if !a.quiet {
+    if !a.pool.quiet {
         eprintln!(
             "reproduce {}: {total} runs, {before} already finished, {} to run, {} at a time; results in {}",
             chosen
@@ -189,7 +182,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let started = Instant::now();
-    let ended = cli_pool::run_all(&todo, jobs, "reproduce", total, before, a.quiet)?;
+    let ended = cli_pool::run_all(&todo, jobs, "reproduce", total, before, a.pool.quiet)?;
     let wall = started.elapsed().as_secs_f64();
     let failed = ended
         .iter()
@@ -204,7 +197,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     for p in &prepared {
         let dir = p.campaign.dir(&p.root);
         let merged = tollgate_tools::campaign::merge(&dir)?;
-        merged.write(&dir, !a.no_plots)?;
+        merged.write(&dir, !a.pool.no_plots)?;
     }
     let mut results = Vec::new();
     for (i, e) in chosen.iter().enumerate() {
@@ -220,8 +213,8 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         runs_now: now,
         runs_before: before,
     };
-    let report = reproduce::write_report(&out, &info, &results, !a.no_plots)?;
-    if !a.quiet {
+    let report = reproduce::write_report(&out, &info, &results, !a.pool.no_plots)?;
+    if !a.pool.quiet {
         for (e, _, rows) in &results {
             for r in rows {
                 let ours = r
