@@ -9,6 +9,7 @@ use crate::cebinae::Cebinae;
 use crate::choke::Choke;
 use crate::discipline_config::DisciplineConfig;
 use crate::droptail::DropTail;
+use crate::fq::Fq;
 use crate::qdisc::{ConfigError, Counters, PacketHandle, Qdisc, Verdict};
 use crate::red::Red;
 use crate::rrmqs::Rrmqs;
@@ -26,6 +27,8 @@ pub enum AnyQdisc<P> {
     Cebinae(Cebinae<P>),
     /// RRMQS.
     Rrmqs(Rrmqs<P>),
+    /// FQ (DRR over hashed flow queues).
+    Fq(Fq<P>),
 }
 
 impl<P: PacketHandle> AnyQdisc<P> {
@@ -37,6 +40,7 @@ impl<P: PacketHandle> AnyQdisc<P> {
             DisciplineConfig::Choke(c) => AnyQdisc::Choke(Choke::new(c)?),
             DisciplineConfig::Cebinae(c) => AnyQdisc::Cebinae(Cebinae::new(c)?),
             DisciplineConfig::Rrmqs(c) => AnyQdisc::Rrmqs(Rrmqs::new(c)?),
+            DisciplineConfig::Fq(c) => AnyQdisc::Fq(Fq::new(c)?),
         })
     }
 }
@@ -50,6 +54,7 @@ macro_rules! each {
             AnyQdisc::Choke($q) => $e,
             AnyQdisc::Cebinae($q) => $e,
             AnyQdisc::Rrmqs($q) => $e,
+            AnyQdisc::Fq($q) => $e,
         }
     };
 }

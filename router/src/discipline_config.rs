@@ -28,6 +28,7 @@ use tollgate_cca::{units, VariantId};
 use crate::cebinae::CebinaeConfig;
 use crate::choke::ChokeConfig;
 use crate::droptail::{DropTailConfig, Limit};
+use crate::fq::FqConfig;
 use crate::qdisc::ConfigError;
 use crate::red::RedConfig;
 use crate::rrmqs::RrmqsConfig;
@@ -45,10 +46,12 @@ pub enum DisciplineConfig {
     Cebinae(CebinaeConfig),
     /// [`Rrmqs`](crate::rrmqs::Rrmqs).
     Rrmqs(RrmqsConfig),
+    /// [`Fq`](crate::fq::Fq).
+    Fq(FqConfig),
 }
 
 /// The names of the disciplines, as written after `discipline =`.
-pub const DISCIPLINE_NAMES: [&str; 5] = ["droptail", "red", "choke", "cebinae", "rrmqs"];
+pub const DISCIPLINE_NAMES: [&str; 6] = ["droptail", "red", "choke", "cebinae", "rrmqs", "fq"];
 
 impl Default for DisciplineConfig {
     fn default() -> Self {
@@ -65,6 +68,7 @@ impl DisciplineConfig {
             DisciplineConfig::Choke(_) => "choke",
             DisciplineConfig::Cebinae(_) => "cebinae",
             DisciplineConfig::Rrmqs(_) => "rrmqs",
+            DisciplineConfig::Fq(_) => "fq",
         }
     }
 
@@ -76,6 +80,7 @@ impl DisciplineConfig {
             "choke" => DisciplineConfig::Choke(ChokeConfig::default()),
             "cebinae" => DisciplineConfig::Cebinae(CebinaeConfig::default()),
             "rrmqs" => DisciplineConfig::Rrmqs(RrmqsConfig::default()),
+            "fq" => DisciplineConfig::Fq(FqConfig::default()),
             _ => return None,
         })
     }
@@ -88,6 +93,7 @@ impl DisciplineConfig {
             DisciplineConfig::Choke(c) => c.validate(),
             DisciplineConfig::Cebinae(c) => c.validate(),
             DisciplineConfig::Rrmqs(c) => c.validate(),
+            DisciplineConfig::Fq(c) => c.validate(),
         }
     }
 }
@@ -135,12 +141,26 @@ pub enum DisciplineKeys {
     Cebinae(CebinaeKeys),
     /// `discipline = "rrmqs"`.
     Rrmqs(RrmqsKeys),
+    /// `discipline = "fq"`.
+    Fq(FqKeys),
 }
 
 impl Default for DisciplineKeys {
     fn default() -> Self {
         DisciplineKeys::DropTail(DropTailKeys::default())
     }
+}
+
+/// FQ's keys.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqKeys {
+    /// Packets queued in all. Default 1000.
+    pub limit: Option<u32>,
+    /// Flow queues (hash buckets). Default 1024.
+    pub buckets: Option<u32>,
+    /// Bytes per queue per round. Default 1514.
+    pub quantum: Option<u32>,
 }
 
 /// DropTail's keys: at most one of the limits.
@@ -315,6 +335,7 @@ impl DisciplineKeys {
             DisciplineKeys::Choke(_) => "choke",
             DisciplineKeys::Cebinae(_) => "cebinae",
             DisciplineKeys::Rrmqs(_) => "rrmqs",
+            DisciplineKeys::Fq(_) => "fq",
         }
     }
 
@@ -448,6 +469,14 @@ impl DisciplineKeys {
                 set(&mut c.bloom_hashes, &k.bloom_hashes);
                 set(&mut c.seed, &k.seed);
                 DisciplineConfig::Rrmqs(c)
+            }
+            DisciplineKeys::Fq(k) => {
+                outside("limit", k.limit.is_some())?;
+                let mut c = FqConfig::default();
+                set(&mut c.limit, &k.limit.or(ctx.buffer_packets));
+                set(&mut c.buckets, &k.buckets);
+                set(&mut c.quantum, &k.quantum);
+                DisciplineConfig::Fq(c)
             }
         };
         config.validate()?;
@@ -591,8 +620,12 @@ mod tests {
             e.contains("probability") && e.contains("rrmqs_probability"),
             "{e}"
         );
-        let e = keys("discipline = \"fq\"").unwrap_err();
-        assert!(e.contains("fq") && e.contains("cebinae"), "{e}");
+        let e = keys("discipline = \"sfq\"").unwrap_err();
+        assert!(
+            e.contains("sfq") && e.contains("cebinae") && e.contains("fq"),
+            "{e}"
+        );
+        assert!(keys("discipline = \"fq\"\nquantum = 3000").is_ok());
     }
 
     #[test]
@@ -633,6 +666,7 @@ mod tests {
             ("choke", "limit"),
             ("cebinae", "max_size"),
             ("rrmqs", "main_limit"),
+            ("fq", "limit"),
         ] {
             let k = keys(&format!("discipline = \"{name}\"")).unwrap();
             let c = k.resolve(&ctx).unwrap();
@@ -645,6 +679,7 @@ mod tests {
                 DisciplineConfig::Choke(c) => c.red.limit as usize,
                 DisciplineConfig::Cebinae(c) => c.max_size as usize,
                 DisciplineConfig::Rrmqs(c) => c.main_limit,
+                DisciplineConfig::Fq(c) => c.limit as usize,
             };
             assert_eq!(got, 250, "{name}");
             let e = keys(&format!("discipline = \"{name}\"\n{limit} = 10"))

@@ -42,6 +42,7 @@ pub mod delay;
 pub mod discipline_config;
 pub mod droptail;
 pub mod flow;
+pub mod fq;
 pub mod packet;
 pub mod port;
 pub mod qdisc;

@@ -275,7 +275,9 @@ pub enum Verdict<P> {
     Dropped {
         /// Why.
         reason: DropReason,
-        /// The arriving packet, handed back.
+        /// The dropped packet, handed back: the arrival, except under FQ,
+        /// which may queue the arrival and drop the newest packet of its
+        /// longest queue instead (see [`crate::fq`]).
         packet: P,
         /// A packet removed from the queue together with the arrival.
         victim: Option<P>,

@@ -318,6 +318,7 @@ fn every_discipline_has_exact_packet_accounting() {
         ("choke", ""),
         ("cebinae", "tau = 0.05\ndt = \"67108864ns\""),
         ("rrmqs", "variants = [\"newreno\", \"cubic\"]"),
+        ("fq", ""),
     ] {
         let text = format!(
             r#"

@@ -695,7 +695,7 @@ fn discipline_gauges(q: &AnyQdisc<Pkt>) -> DisciplineGauges {
         AnyQdisc::Choke(r) => DisciplineGauges::Choke {
             average: r.core().average(),
         },
-        AnyQdisc::DropTail(_) => DisciplineGauges::None,
+        AnyQdisc::DropTail(_) | AnyQdisc::Fq(_) => DisciplineGauges::None,
     }
 }
 

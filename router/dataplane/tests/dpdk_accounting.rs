@@ -53,6 +53,7 @@ fn each_discipline_forwards_with_exact_accounting() {
         ("choke", r#"discipline = "choke""#, "drop_choke_match"),
         ("cebinae", "discipline = \"cebinae\"\ntau = 0.05", ""),
         ("rrmqs", r#"discipline = "rrmqs""#, ""),
+        ("fq", "discipline = \"fq\"\nlimit = 500", "drop_overlimit"),
     ];
     for (name, disc, reason) in cases {
         let dir = scratch(&format!("acct-{name}"));
