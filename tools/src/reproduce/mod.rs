@@ -12,7 +12,7 @@
 //! 2. the CLI runs every unfinished run of every campaign through one
 //!    process pool (`tollgate sim FILE --run-index I` children);
 //! 3. [`evaluate`] reads each run's results, computes each row's metric per
-//!    seed, its mean and 95 % interval, and a [`Verdict`]; [`report`]
+//!    seed, its mean and 95 % interval, and a [`Verdict`]; [`write_report`]
 //!    writes `REPORT.md`, `reproduce.json` and one plot per experiment.
 
 use std::path::{Path, PathBuf};
