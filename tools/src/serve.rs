@@ -316,14 +316,16 @@ pub fn start(opts: &ServeOptions) -> anyhow::Result<Server> {
     let mut worker = 0;
     for &want in &opts.listen {
         // The first socket fixes the port; the others share it.
-        let mut addr = want;
-        for t in 0..opts.threads.max(1) {
-            let std = udp::bind_reuse_port(addr)
-                .with_context(|| format!("bind UDP {addr} (--listen)"))?;
-            if t == 0 {
-                addr = std.local_addr()?;
-                addrs.push(addr);
-            }
+        let (listener, first) = bind_port_pair(want)?;
+        let addr = first.local_addr()?;
+        addrs.push(addr);
+        let mut first = Some(first);
+        for _ in 0..opts.threads.max(1) {
+            let std = match first.take() {
+                Some(s) => s,
+                None => udp::bind_reuse_port(addr)
+                    .with_context(|| format!("bind UDP {addr} (--listen)"))?,
+            };
             let options = EndpointOptions {
                 max_connections: opts.max_connections,
                 ..EndpointOptions::default()
@@ -350,9 +352,6 @@ pub fn start(opts: &ServeOptions) -> anyhow::Result<Server> {
             worker += 1;
             quic.push(tollgate_transport::driver::spawn(driver, app, stop.clone()));
         }
-        let listener = TcpListener::bind(addr).with_context(|| {
-            format!("bind TCP {addr} (--listen; the TCP port must be free too)")
-        })?;
         listener.set_nonblocking(true)?;
         let (live, stop, allowed) = (live.clone(), stop.clone(), allowed.clone());
         let max = opts.max_connections;
@@ -369,6 +368,26 @@ pub fn start(opts: &ServeOptions) -> anyhow::Result<Server> {
         quic,
         tcp: tcp_threads,
     })
+}
+
+/// The TCP listener and the first UDP socket of a `--listen` address, on
+/// one port. For port 0 the kernel picks a TCP port and the UDP socket takes
+/// the same number; if that UDP port is taken, another pair is tried (the
+/// two ephemeral spaces are separate, so the first choice can collide).
+fn bind_port_pair(want: SocketAddr) -> anyhow::Result<(TcpListener, std::net::UdpSocket)> {
+    let attempts = if want.port() == 0 { 32 } else { 1 };
+    for _ in 0..attempts {
+        let listener = TcpListener::bind(want).with_context(|| {
+            format!("bind TCP {want} (--listen; the TCP port must be free too)")
+        })?;
+        let addr = listener.local_addr()?;
+        match udp::bind_reuse_port(addr) {
+            Ok(u) => return Ok((listener, u)),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && want.port() == 0 => continue,
+            Err(e) => return Err(e).with_context(|| format!("bind UDP {addr} (--listen)")),
+        }
+    }
+    anyhow::bail!("--listen {want}: found no port free for both TCP and UDP in {attempts} tries")
 }
 
 fn accept_tcp(
