@@ -105,7 +105,12 @@ rtt = "40ms"
         "no losses: a weak test"
     );
     for (a, b) in on.flows.iter().zip(&off.flows) {
-        assert!(a.goodput_mbps > 0.2, "flow {} carried {} Mbit/s: a weak test", a.id, a.goodput_mbps);
+        assert!(
+            a.goodput_mbps > 0.2,
+            "flow {} carried {} Mbit/s: a weak test",
+            a.id,
+            a.goodput_mbps
+        );
         assert_eq!(a.goodput_mbps, b.goodput_mbps, "flow {}", a.id);
         assert_eq!(a.lost_packets, b.lost_packets, "flow {}", a.id);
         assert_eq!(a.sent_packets, b.sent_packets, "flow {}", a.id);
