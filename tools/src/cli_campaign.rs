@@ -186,16 +186,15 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let jobs = cli_pool::jobs(a.pool.jobs)?;
     c.ensure_plan_file(&a.file.out)?;
     let todo: Vec<ChildRun> = c
-        .runs
-        .iter()
-        .filter(|r| campaign::run_status(&c.run_dir(&a.file.out, r.index)) != RunStatus::Finished)
-        .map(|r| ChildRun {
+        .unfinished(&a.file.out)
+        .into_iter()
+        .map(|index| ChildRun {
             scenario: a.file.scenario.clone(),
-            index: r.index,
+            index,
             out: a.file.out.clone(),
             seeds: a.file.seeds,
             no_plots: a.pool.no_plots,
-            dir: c.run_dir(&a.file.out, r.index),
+            dir: c.run_dir(&a.file.out, index),
         })
         .collect();
     let done_before = c.runs.len() - todo.len();
@@ -232,13 +231,7 @@ fn run_local(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .filter(|(_, e)| matches!(e, Ended::Finished))
         .count();
     if cli_pool::stopped() {
-        let finished = c
-            .runs
-            .iter()
-            .filter(|r| {
-                campaign::run_status(&c.run_dir(&a.file.out, r.index)) == RunStatus::Finished
-            })
-            .count();
+        let finished = c.runs.len() - c.unfinished(&a.file.out).len();
         eprintln!(
             "stopped: {finished} of {} runs finished and kept; run the same command to resume",
             c.runs.len()

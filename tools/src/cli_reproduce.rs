@@ -157,14 +157,17 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let todo: Vec<ChildRun> = prepared
         .iter()
         .flat_map(|p| {
-            p.unfinished().into_iter().map(move |index| ChildRun {
-                scenario: p.path.clone(),
-                index,
-                out: p.root.clone(),
-                seeds: Some(p.seeds),
-                no_plots: a.pool.no_plots,
-                dir: p.campaign.run_dir(&p.root, index),
-            })
+            p.campaign
+                .unfinished(&p.root)
+                .into_iter()
+                .map(move |index| ChildRun {
+                    scenario: p.path.clone(),
+                    index,
+                    out: p.root.clone(),
+                    seeds: Some(p.seeds),
+                    no_plots: a.pool.no_plots,
+                    dir: p.campaign.run_dir(&p.root, index),
+                })
         })
         .collect();
     let before = total - todo.len();

@@ -233,6 +233,15 @@ impl Campaign {
         self.dir(root).join(&self.runs[index].dir)
     }
 
+    /// The indices of the runs under `root` without complete results.
+    pub fn unfinished(&self, root: &Path) -> Vec<usize> {
+        self.runs
+            .iter()
+            .filter(|r| run_status(&self.run_dir(root, r.index)) != RunStatus::Finished)
+            .map(|r| r.index)
+            .collect()
+    }
+
     /// The plan file's content.
     pub fn plan_file(&self) -> PlanFile {
         PlanFile {

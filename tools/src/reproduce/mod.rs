@@ -59,21 +59,6 @@ pub struct Prepared {
     pub campaign: Campaign,
 }
 
-impl Prepared {
-    /// The runs without complete results.
-    pub fn unfinished(&self) -> Vec<usize> {
-        self.campaign
-            .runs
-            .iter()
-            .filter(|r| {
-                campaign::run_status(&self.campaign.run_dir(&self.root, r.index))
-                    != RunStatus::Finished
-            })
-            .map(|r| r.index)
-            .collect()
-    }
-}
-
 /// Copy and plan every scenario of `experiments` (see the module doc).
 /// A scenario whose earlier results were planned differently (other seeds,
 /// other mode, an edited file) is refused with the campaign's own message.
