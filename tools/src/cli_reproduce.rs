@@ -85,19 +85,19 @@ fn select(all: Vec<Experiment>, a: &ReproduceArgs) -> anyhow::Result<Vec<Experim
             known.join(", ")
         );
     }
+    let mut all: Vec<Option<Experiment>> = all.into_iter().map(Some).collect();
     let mut chosen = Vec::new();
     for n in &a.names {
-        let Some(e) = all.iter().find(|e| &e.name == n) else {
+        let Some(i) = known.iter().position(|k| k == n) else {
             anyhow::bail!("no experiment `{n}`; known: {}", known.join(", "));
         };
-        if !chosen.iter().any(|c: &Experiment| &c.name == n) {
-            chosen.push(e.clone());
-        }
+        // A name given twice runs once.
+        chosen.extend(all[i].take());
     }
     Ok(chosen)
 }
 
-fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) -> anyhow::Result<()> {
+fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) {
     println!(
         "{:<10} {:>5} {:>6} {:>8}  title",
         "name", "rows", "runs", "virtual"
@@ -105,8 +105,7 @@ fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) -> anyhow::Result<(
     for e in all {
         let n = e.seeds(quick, seeds);
         let (mut runs, mut virt) = (0usize, 0.0);
-        for f in &e.scenarios {
-            let plan = tollgate_tools::scenario::load(&e.dir.join(f))?;
+        for plan in &e.plans {
             runs += plan.runs.len() * n as usize;
             virt += plan.runs.iter().map(|s| s.duration_s).sum::<f64>() * n as f64;
         }
@@ -124,7 +123,6 @@ fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) -> anyhow::Result<(
             e.manifest.title
         );
     }
-    Ok(())
 }
 
 /// Run `tollgate reproduce`.
@@ -132,7 +130,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let dir = experiments_dir(a.experiments.as_deref());
     let all = reproduce::discover(&dir)?;
     if a.list {
-        list(&all, a.quick, a.seeds)?;
+        list(&all, a.quick, a.seeds);
         return Ok(ExitCode::SUCCESS);
     }
     if a.seeds == Some(0) {
@@ -227,17 +225,9 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
                 let published = r
                     .published
                     .map_or("-".into(), |p| format!("{:.3}", p.centre()));
-                let verdict = match r.verdict {
-                    reproduce::Verdict::Reproduced => "reproduced".to_string(),
-                    reproduce::Verdict::Differs { relative, .. } => {
-                        format!("differs ({:+.0} %)", relative * 100.0)
-                    }
-                    reproduce::Verdict::Measured => "measured".into(),
-                    reproduce::Verdict::NoData => "no data".into(),
-                };
                 println!(
-                    "{:<8} {:<44} published {:>8}  ours {:>8}  {verdict}",
-                    e.name, r.label, published, ours
+                    "{:<8} {:<44} published {:>8}  ours {:>8}  {}",
+                    e.name, r.label, published, ours, r.verdict
                 );
             }
         }

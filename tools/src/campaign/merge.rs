@@ -105,6 +105,15 @@ pub struct Merged {
 /// A run's summary metrics by name ([`summary_metrics`]).
 pub type Metrics = Vec<(String, Option<f64>)>;
 
+/// The names of the whole-run summary metrics, first in [`summary_metrics`].
+pub const RUN_SUMMARY_METRICS: [&str; 5] = [
+    "jain",
+    "fairness_ratio",
+    "utilization",
+    "total_goodput_mbps",
+    "time_to_target_s",
+];
+
 /// Every summary metric of a run, in a fixed order: `jain`,
 /// `fairness_ratio`, `utilization`, `total_goodput_mbps`,
 /// `time_to_target_s`, then per flow group `group.<name>.goodput_mbps` and
@@ -115,16 +124,18 @@ pub type Metrics = Vec<(String, Option<f64>)>;
 pub fn summary_metrics(r: &Results) -> Metrics {
     let s = &r.summary;
     let measured = |x: f64| (!s.window_empty).then_some(x);
-    let mut m = vec![
-        ("jain".to_string(), s.jain),
-        ("fairness_ratio".to_string(), s.fairness_ratio),
-        ("utilization".to_string(), measured(s.utilization)),
-        (
-            "total_goodput_mbps".to_string(),
-            measured(s.total_goodput_mbps),
-        ),
-        ("time_to_target_s".to_string(), s.time_to_target_s),
+    let whole_run = [
+        s.jain,
+        s.fairness_ratio,
+        measured(s.utilization),
+        measured(s.total_goodput_mbps),
+        s.time_to_target_s,
     ];
+    let mut m: Metrics = RUN_SUMMARY_METRICS
+        .iter()
+        .map(|n| n.to_string())
+        .zip(whole_run)
+        .collect();
     for g in &r.groups {
         m.push((
             format!("group.{}.goodput_mbps", g.name),

@@ -32,7 +32,9 @@ use crate::scenario::{Plan, Scenario};
 mod merge;
 mod slurm;
 
-pub use merge::{merge, stats_table, summary_metrics, Merged, MissingRun, PointStats};
+pub use merge::{
+    merge, stats_table, summary_metrics, Merged, MissingRun, PointStats, RUN_SUMMARY_METRICS,
+};
 pub use slurm::{slurm_script, SlurmOptions};
 
 /// Name of the plan file in a campaign directory.

@@ -164,7 +164,7 @@ pub struct Manifest {
 }
 
 /// A loaded, checked experiment.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Experiment {
     /// Directory name: the experiment's name on the command line.
     pub name: String,
@@ -174,8 +174,13 @@ pub struct Experiment {
     pub manifest: Manifest,
     /// The distinct scenario files the rows use, in first-use order.
     pub scenarios: Vec<String>,
+    /// Each of those files as parsed (full length: `--quick` copies are
+    /// parsed again when they are written).
+    pub plans: Vec<Plan>,
     /// Each row's parsed metric.
     pub metrics: Vec<Metric>,
+    /// Each row's allowed absolute difference (with a published number).
+    pub tolerances: Vec<Option<f64>>,
 }
 
 impl Experiment {
@@ -208,6 +213,7 @@ impl Experiment {
         let mut scenarios: Vec<String> = Vec::new();
         let mut plans: Vec<Plan> = Vec::new();
         let mut metrics = Vec::new();
+        let mut tolerances = Vec::new();
         for (i, row) in manifest.rows.iter().enumerate() {
             for (field, file) in [
                 ("scenario", Some(&row.scenario)),
@@ -258,10 +264,8 @@ impl Experiment {
                 }
             }
             metrics.push(Metric::parse(&row.metric).map_err(|e| bad(i, "metric", e))?);
-            match (&row.published, &row.tolerance) {
-                (Some(p), Some(t)) => {
-                    t.allowed(*p).map_err(|e| bad(i, "tolerance", e))?;
-                }
+            tolerances.push(match (&row.published, &row.tolerance) {
+                (Some(p), Some(t)) => Some(t.allowed(*p).map_err(|e| bad(i, "tolerance", e))?),
                 (Some(_), None) => {
                     return Err(bad(
                         i,
@@ -277,8 +281,8 @@ impl Experiment {
                         "given without `published`: add the published number or drop it".into(),
                     ))
                 }
-                (None, None) => {}
-            }
+                (None, None) => None,
+            });
         }
         let names: BTreeSet<&str> = plans.iter().map(|p| p.name.as_str()).collect();
         if names.len() != plans.len() {
@@ -292,7 +296,9 @@ impl Experiment {
             dir: dir.to_path_buf(),
             manifest,
             scenarios,
+            plans,
             metrics,
+            tolerances,
         })
     }
 

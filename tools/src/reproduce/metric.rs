@@ -20,7 +20,7 @@
 //! A term that is not defined in a run (no such group, a starved flow) makes
 //! the row undefined in that run; the report counts such runs.
 
-use crate::campaign::summary_metrics;
+use crate::campaign::{summary_metrics, RUN_SUMMARY_METRICS};
 use crate::metrics::{fairness_ratio, jain};
 use crate::results::Results;
 
@@ -86,13 +86,7 @@ fn parse_term(s: &str) -> Result<Term, String> {
     if let Some(args) = call("sum") {
         return Ok(Term::Sum(groups(args)?));
     }
-    let known = [
-        "jain",
-        "fairness_ratio",
-        "utilization",
-        "total_goodput_mbps",
-        "time_to_target_s",
-    ];
+    let known = RUN_SUMMARY_METRICS;
     let dotted = ["group.", "variant.", "port."]
         .iter()
         .any(|p| s.starts_with(p) && s.matches('.').count() >= 2);
@@ -121,13 +115,12 @@ impl Metric {
 
     /// The metric in one run; `None` where it is not defined.
     pub fn eval(&self, r: &Results) -> Option<f64> {
-        let summary = summary_metrics(r);
         let term = |t: &Term| -> Option<f64> {
             match t {
-                Term::Summary(name) => summary
-                    .iter()
+                Term::Summary(name) => summary_metrics(r)
+                    .into_iter()
                     .find(|(n, _)| n == name)
-                    .and_then(|(_, v)| *v),
+                    .and_then(|(_, v)| v),
                 Term::WireMbps => (!r.summary.window_empty)
                     .then_some(r.summary.utilization * r.summary.bottleneck_mbps),
                 Term::MedianWindowRatio => median_window_ratio(r),

@@ -15,12 +15,13 @@
 //!    seed, its mean and 95 % interval, and a [`Verdict`]; [`write_report`]
 //!    writes `REPORT.md`, `reproduce.json` and one plot per experiment.
 
-use std::path::{Path, PathBuf};
+use std::collections::hash_map::{Entry, HashMap};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::campaign::{self, Campaign, RunStatus};
-use crate::results;
+use crate::results::{self, Results};
 use crate::scenario;
 use crate::stats::{mean_ci, MeanCi};
 
@@ -201,11 +202,15 @@ pub fn verdict(published: Option<Published>, tolerance: Option<f64>, mean: Optio
 /// A row's value per seed (`None` where the metric is undefined).
 pub type SeedValues = Vec<(u64, Option<f64>)>;
 
+/// Each run's results, read once however many rows use them.
+type ResultsCache = HashMap<PathBuf, Results>;
+
 /// The metric of every run of `file` at `point`: (seed, value), and how
 /// many runs have no complete results.
 fn per_seed(
     exp: &Experiment,
     prepared: &[&Prepared],
+    cache: &mut ResultsCache,
     file: &str,
     point: &Option<String>,
     metric: &metric::Metric,
@@ -223,8 +228,14 @@ fn per_seed(
             missing += 1;
             continue;
         }
-        let r = results::read(&dir.join("results.json"))?;
-        values.push((run.seed, metric.eval(&r)));
+        let r = match cache.entry(dir) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let r = results::read(&e.key().join("results.json"))?;
+                e.insert(r)
+            }
+        };
+        values.push((run.seed, metric.eval(r)));
     }
     Ok((values, missing))
 }
@@ -233,10 +244,18 @@ fn per_seed(
 /// experiment's scenarios).
 pub fn evaluate(exp: &Experiment, prepared: &[&Prepared]) -> anyhow::Result<Vec<RowResult>> {
     let mut rows = Vec::new();
-    for (row, metric) in exp.manifest.rows.iter().zip(&exp.metrics) {
-        let (mut values, mut missing) = per_seed(exp, prepared, &row.scenario, &row.point, metric)?;
+    let mut cache = ResultsCache::new();
+    for ((row, metric), &tolerance) in exp
+        .manifest
+        .rows
+        .iter()
+        .zip(&exp.metrics)
+        .zip(&exp.tolerances)
+    {
+        let (mut values, mut missing) =
+            per_seed(exp, prepared, &mut cache, &row.scenario, &row.point, metric)?;
         if let Some(base) = &row.baseline {
-            let (b, b_missing) = per_seed(exp, prepared, base, &row.point, metric)?;
+            let (b, b_missing) = per_seed(exp, prepared, &mut cache, base, &row.point, metric)?;
             missing += b_missing;
             values.retain(|(seed, _)| b.iter().any(|(s, _)| s == seed));
             for (seed, v) in &mut values {
@@ -253,10 +272,6 @@ pub fn evaluate(exp: &Experiment, prepared: &[&Prepared]) -> anyhow::Result<Vec<
             .filter(|v| v.is_finite())
             .collect();
         let ours = mean_ci(&defined);
-        let tolerance = match (&row.tolerance, row.published) {
-            (Some(t), Some(p)) => Some(t.allowed(p).map_err(|e| anyhow::anyhow!(e))?),
-            _ => None,
-        };
         let metric = match &row.baseline {
             Some(b) => format!("{} ÷ same in {b}", row.metric),
             None => row.metric.clone(),
@@ -277,11 +292,6 @@ pub fn evaluate(exp: &Experiment, prepared: &[&Prepared]) -> anyhow::Result<Vec<
         });
     }
     Ok(rows)
-}
-
-/// Where an experiment's results and plot go.
-pub fn experiment_dir(out: &Path, exp: &Experiment) -> PathBuf {
-    out.join(&exp.name)
 }
 
 #[cfg(test)]

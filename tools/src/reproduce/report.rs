@@ -83,14 +83,17 @@ fn ours_text(r: &RowResult) -> String {
     s
 }
 
-fn verdict_text(v: &Verdict) -> String {
-    match v {
-        Verdict::Reproduced => "reproduced".into(),
-        Verdict::Differs { by, relative } => {
-            format!("differs by {:+} ({:+.0} %)", num(*by), relative * 100.0)
+/// The verdict as the report and the command's summary print it.
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Reproduced => f.write_str("reproduced"),
+            Verdict::Differs { by, relative } => {
+                write!(f, "differs by {} ({:+.0} %)", num(*by), relative * 100.0)
+            }
+            Verdict::Measured => f.write_str("measured"),
+            Verdict::NoData => f.write_str("no data"),
         }
-        Verdict::Measured => "measured".into(),
-        Verdict::NoData => "no data".into(),
     }
 }
 
@@ -187,7 +190,7 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
                 published_text(r.published),
                 r.tolerance.map_or("-".into(), |t| format!("±{}", num(t))),
                 ours_text(r),
-                verdict_text(&r.verdict)
+                r.verdict
             );
         }
         for (i, n) in notes.iter().enumerate() {
