@@ -284,6 +284,10 @@ fn bad_manifests_and_names_are_refused_with_the_field_and_the_fix() {
             ),
             "rows[0].point",
         ),
+        (
+            MANIFEST.replace("seeds = 2\n", "seeds = 2\nquick = { seeds = 0 }\n"),
+            "quick.seeds = 0",
+        ),
     ];
     for (i, (manifest, want)) in cases.iter().enumerate() {
         let sub = dir.join(format!("case{i}"));

@@ -204,11 +204,16 @@ impl Experiment {
         if manifest.rows.is_empty() {
             anyhow::bail!("{}: no [[rows]]: give at least one", path.display());
         }
-        if let Some(0) = manifest.seeds.or(manifest.quick.seeds) {
-            anyhow::bail!(
-                "{}: seeds = 0: give at least 1 (5 or more for a reproduction)",
-                path.display()
-            );
+        for (field, seeds) in [
+            ("seeds", manifest.seeds),
+            ("quick.seeds", manifest.quick.seeds),
+        ] {
+            if seeds == Some(0) {
+                anyhow::bail!(
+                    "{}: {field} = 0: give at least 1 (5 or more for a reproduction)",
+                    path.display()
+                );
+            }
         }
         let mut scenarios: Vec<String> = Vec::new();
         let mut plans: Vec<Plan> = Vec::new();
