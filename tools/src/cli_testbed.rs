@@ -35,8 +35,15 @@ The router binary: --router-bin, else $TOLLGATE_ROUTER_BIN, else
 tollgate-router next to this tollgate binary, else on PATH. Build it with
 `cargo build --release -p tollgate-dataplane --features dpdk`.
 
-Exit codes: 0 every flow completed and the router's accounting is exact; 1 a
-flow failed, the accounting did not add up, or the run could not start; 130
+Every packet lost outside the router's discipline (veths, the router's
+AF_PACKET rings and devices, host socket buffers) is counted by where it
+happened (`outside_losses` in results.json); a run with any is reported
+without fairness numbers and exits 1: the machine could not carry it.
+
+Exit codes: 0 every flow completed, the router's accounting is exact and no
+packet was lost outside the discipline; 1 a flow failed, the accounting did
+not add up, packets were lost outside the discipline, or the run could not
+start; 130
 Ctrl-C (torn down, results written and marked partial).")]
 pub struct TestbedArgs {
     /// Scenario file (the same file `tollgate sim` and `tollgate load` run).
@@ -216,6 +223,22 @@ pub fn testbed(args: TestbedArgs) -> anyhow::Result<ExitCode> {
     }
     if !run.router.accounting_ok || r.ports.iter().any(|p| !p.accounting_exact) {
         eprintln!("error: the router's packet accounting does not add up (see testbed/router.out)");
+        failed = true;
+    }
+    if !r.outside_losses.is_empty() {
+        let total: u64 = r.outside_losses.iter().map(|(_, n)| n).sum();
+        eprintln!(
+            "error: {total} packets were lost outside the router's discipline ({}): this machine \
+             did not carry the scenario exactly, so Jain's index and the fairness ratio are not \
+             reported. Lower topology.bottleneck.rate or the number of flows, or give the \
+             router a CPU of its own (--router-lcore); tools/README.md (Testbed) has the rates \
+             measured here",
+            r.outside_losses
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         failed = true;
     }
     if run.router_exit != Some(0) {

@@ -57,6 +57,33 @@ pub struct Results {
     /// Real runs (`tollgate load`): software, machine and path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<crate::load::environment::Environment>,
+    /// `tollgate testbed`: packets lost outside the router's disciplines
+    /// (veths, the router's AF_PACKET rings and devices, host sockets),
+    /// by where. Not empty: the machine could not carry the scenario
+    /// exactly, and the fairness numbers are withheld
+    /// ([`Results::withhold_fairness`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_losses: Vec<(String, u64)>,
+}
+
+impl Results {
+    /// Drop every fairness number (Jain's index and the fairness ratio of
+    /// the summary, the groups, the variants and the series, the time to
+    /// the target ratio): a run whose losses were not all the discipline's
+    /// says nothing about the discipline's fairness. Goodput stays.
+    pub fn withhold_fairness(&mut self) {
+        self.summary.jain = None;
+        self.summary.fairness_ratio = None;
+        self.summary.time_to_target_s = None;
+        for g in self.groups.iter_mut().chain(self.variants.iter_mut()) {
+            g.jain = None;
+        }
+        self.series.jain.iter_mut().for_each(|j| *j = None);
+        self.series
+            .fairness_ratio
+            .iter_mut()
+            .for_each(|r| *r = None);
+    }
 }
 
 /// Headline numbers over the measurement window.
@@ -663,6 +690,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         series,
         rrmqs,
         environment: None,
+        outside_losses: Vec::new(),
     }
 }
 
@@ -831,6 +859,19 @@ pub fn table(r: &Results) -> String {
             opt(rr.mean_jain, 3),
             opt(rr.mean_jain_real, 3),
             opt(rr.accuracy.map(|a| a * 100.0), 1)
+        );
+    }
+    if !r.outside_losses.is_empty() {
+        let total: u64 = r.outside_losses.iter().map(|(_, n)| n).sum();
+        let list: Vec<String> = r
+            .outside_losses
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "lost outside the discipline: {total} packets [{}]: fairness not reported",
+            list.join(", ")
         );
     }
     if s.window_empty {

@@ -28,6 +28,7 @@
 //! even on SIGKILL (`PR_SET_PDEATHSIG`), and `tollgate testbed --cleanup`
 //! removes the namespaces and veths such a run left ([`netns`]).
 
+pub mod losses;
 pub mod netns;
 
 use std::collections::HashMap;
@@ -158,10 +159,16 @@ pub fn router_config(
     let specs = topology::flows(s);
     let ports: Vec<u16> = (0..specs.len()).map(|i| FIRST_PORT + i as u16).collect();
     let max_half = specs.iter().map(half_rtt_ns).max().unwrap_or(0);
-    // A delay class never holds more than the link carries in its delay
-    // (plus slack); the mbuf pool bounds it anyway.
-    let pkts_in_delay = s.bottleneck_rate_bps / 8.0 / 1500.0 * (max_half as f64 / 1e9);
-    let delay_capacity = (pkts_in_delay * 2.0).ceil().clamp(1024.0, 65535.0) as u64;
+    // A delay class holds what its flows have in flight past the router:
+    // at most their windows, which the BDP at the longest RTT plus the
+    // buffer bound, twice that for slow start's overshoot. Packets arrive
+    // at the veth's rate, not the bottleneck's: sized by the bottleneck
+    // rate times the delay it overflowed in slow start at 1 Gbit/s. At
+    // most half the mbuf pool; beyond it the pool runs dry first, and
+    // that loss is counted too (losses.rs).
+    let bdp_packets = s.bottleneck_rate_bps / 8.0 / 1500.0 * (2 * max_half) as f64 / 1e9;
+    let in_flight = bdp_packets + f64::from(s.router.buffer_packets);
+    let delay_capacity = (2.0 * in_flight).ceil().clamp(1024.0, 32768.0) as u64;
     let scenario_variants = s.router.classify == "scenario";
     let mut rules = Vec::new();
     for (f, port) in specs.iter().zip(&ports) {
@@ -268,9 +275,26 @@ impl RouterLane {
     }
 }
 
+/// One device of the router's final report (its `dev` line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouterDev {
+    /// Packets the port received.
+    pub rx: u64,
+    /// `hw[imissed]`: the device had no room.
+    pub imissed: u64,
+    /// `hw[ierrors]`.
+    pub ierrors: u64,
+    /// `hw[oerrors]`: the device failed to send.
+    pub oerrors: u64,
+    /// `hw[rx_nombuf]`: no mbuf for a received packet.
+    pub rx_nombuf: u64,
+}
+
 /// The router's final report.
 #[derive(Clone, Debug, Default)]
 pub struct RouterReport {
+    /// Per device name (`net_af_packet0`), from the last `dev` lines.
+    pub devs: HashMap<String, RouterDev>,
     /// Per egress, in config order.
     pub lanes: Vec<RouterLane>,
     /// `rx tx dropped queued` of the `tollgate-router final:` line.
@@ -290,7 +314,26 @@ pub fn parse_router_report(stdout: &str) -> anyhow::Result<RouterReport> {
     let mut rep = RouterReport::default();
     let mut found = false;
     for line in stdout.lines() {
-        if let Some(rest) = line.strip_prefix("lane ") {
+        if let Some(rest) = line.strip_prefix("dev ") {
+            // `dev NAME rx=N rx_mpps=X ingress_drops[..] hw[imissed=N ierrors=N ..]`
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            let mut d = RouterDev::default();
+            for (k, v) in kv(rest) {
+                let k = k.rsplit('[').next().unwrap_or_default();
+                let Ok(n) = v.trim_end_matches(']').parse() else {
+                    continue;
+                };
+                match k {
+                    "rx" => d.rx = n,
+                    "imissed" => d.imissed = n,
+                    "ierrors" => d.ierrors = n,
+                    "oerrors" => d.oerrors = n,
+                    "rx_nombuf" => d.rx_nombuf = n,
+                    _ => {}
+                }
+            }
+            rep.devs.insert(name.to_string(), d);
+        } else if let Some(rest) = line.strip_prefix("lane ") {
             let mut lane = RouterLane::default();
             for (k, v) in kv(rest) {
                 match k.as_str() {
@@ -495,6 +538,19 @@ pub fn run(
     if let Some(pid) = router.id() {
         std::fs::write(names.router_pid_file(), pid.to_string())?;
     }
+    // No packet before the router's AF_PACKET sockets exist (they are
+    // bound in its EAL init, before it prints its banner): a packet the
+    // router-side veth counted and the router never saw would count as
+    // lost outside the discipline (losses.rs).
+    let banner_by = std::time::Instant::now() + Duration::from_secs(15);
+    while std::time::Instant::now() < banner_by
+        && router.try_wait().is_none()
+        && !std::fs::read_to_string(o.work_dir.join("router.out"))
+            .unwrap_or_default()
+            .contains("tollgate-router: mode=")
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     let cert = o.work_dir.join("cert.pem");
     let _ = std::fs::remove_file(&cert);
@@ -599,6 +655,14 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(50));
     };
     let run_s = started.elapsed().as_secs_f64();
+    // The kernel's counters before the router stops (see losses.rs).
+    let kernel = (|| -> anyhow::Result<_> {
+        Ok((
+            losses::KernelCounters::read(Some(&names.client_ns))?,
+            losses::KernelCounters::read(Some(&names.server_ns))?,
+            losses::KernelCounters::read(None)?,
+        ))
+    })();
     let router_status = router.stop(Duration::from_secs(10));
     let _ = serve.stop(Duration::from_secs(5));
     drop(topo);
@@ -619,8 +683,14 @@ pub fn run(
             tail(&o.work_dir.join("load.err"))
         )
     })?;
+    let (client, server, root) = kernel?;
+    let mut results = merge(s, r, &report, run_s);
+    results.outside_losses = losses::outside_losses(&names, &client, &server, &root, &report);
+    if !results.outside_losses.is_empty() {
+        results.withhold_fairness();
+    }
     Ok(TestbedRun {
-        results: merge(s, r, &report, run_s),
+        results,
         router: report,
         load_exit: load_status.and_then(|s| s.code()),
         router_exit: router_status.and_then(|s| s.code()),

@@ -127,9 +127,23 @@ impl Topology {
             (&n.server_ns, &n.server_veth, SERVER_IP, SERVER_MAC),
         ] {
             sh(&["ip", "netns", "add", ns])?;
+            // IPv6 off (router solicitations, DAD, MLD): every packet on
+            // the veths is the scenario's, so the loss accounting
+            // (losses.rs) sees only them. Absent IPv6 support is fine.
+            let _ = sh(&[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sh",
+                "-c",
+                "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; \
+                 echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6",
+            ]);
             sh(&[
                 "ip", "link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", ns,
             ])?;
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{outer}/disable_ipv6"), "1");
             sh(&["ip", "-n", ns, "link", "set", "eth0", "address", mac])?;
             sh(&[
                 "ip",

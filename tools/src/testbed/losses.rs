@@ -1,0 +1,307 @@
+//! Packets a testbed run lost outside the router's disciplines.
+//!
+//! A fairness number from the testbed means something only if every loss
+//! happened where the scenario put it: in the router's discipline. The
+//! veths, the kernel's `AF_PACKET` ring of the router's ports, the
+//! router's own device and ring counters and the hosts' socket buffers can
+//! lose packets too when the machine cannot carry the bottleneck rate; such
+//! a run is reported with these losses and without fairness numbers
+//! (`tollgate testbed` exits 1).
+//!
+//! Where each count comes from:
+//! - **the router's `AF_PACKET` ring** (per port): what the router-side
+//!   veth received (`/proc/net/dev` `rx packets` of `tgtb<pid>c` /
+//!   `tgtb<pid>s`) minus what the router's port received. The kernel counts
+//!   the ring's overflow only in the socket's `PACKET_STATISTICS`, which
+//!   DPDK 22.11's `net_af_packet` does not read, so this difference is the
+//!   one way to see it. The kernel counters are read before the router
+//!   stops, so a packet still in the ring then counts as received.
+//! - **veth drops and errors** (`rx/tx drop`, `rx/tx errs`) of all four
+//!   veth ends: the peer's backlog was full.
+//! - **host sockets** in the client and server namespaces: UDP `InErrors`
+//!   (receive buffer full, checksum) and `SndbufErrors` (`/proc/net/snmp`),
+//!   TCP `TCPBacklogDrop`, `TCPRcvQDrop`, `TCPOFODrop`,
+//!   `TCPZeroWindowDrop` (`/proc/net/netstat`).
+//! - **the router**: its devices' `imissed`, `ierrors`, `oerrors`,
+//!   `rx_nombuf` and its egresses' `tx_full`, `ring_full` and
+//!   `delay_line_full` drops (the delay emulation, not the discipline).
+//!
+//! The namespaces and veths are created by the run, so their counters start
+//! at zero; IPv6 is off on them and the path is probed only after the
+//! router's ports exist, so no packet reaches a veth before the router's
+//! socket does.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+
+use super::netns::Names;
+use super::RouterReport;
+
+/// The kernel counters of one network namespace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelCounters {
+    /// `/proc/net/dev`: interface -> (`rx packets`, losses by column).
+    pub devs: HashMap<String, DevCounters>,
+    /// `/proc/net/snmp` `Udp:` and `/proc/net/netstat` `TcpExt:` counters.
+    pub proto: HashMap<String, u64>,
+}
+
+/// One interface's `/proc/net/dev` counters that matter here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DevCounters {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// `rx errs`.
+    pub rx_errs: u64,
+    /// `rx drop`.
+    pub rx_drop: u64,
+    /// `tx errs`.
+    pub tx_errs: u64,
+    /// `tx drop`.
+    pub tx_drop: u64,
+}
+
+/// The protocol counters that are losses at a host.
+const PROTO_LOSSES: [&str; 6] = [
+    "Udp.InErrors",
+    "Udp.SndbufErrors",
+    "TcpExt.TCPBacklogDrop",
+    "TcpExt.TCPRcvQDrop",
+    "TcpExt.TCPOFODrop",
+    "TcpExt.TCPZeroWindowDrop",
+];
+
+impl KernelCounters {
+    /// Parse the text of `/proc/net/dev` (`dev`) and of `/proc/net/snmp`
+    /// and `/proc/net/netstat` concatenated (`proto`).
+    pub fn parse(dev: &str, proto: &str) -> KernelCounters {
+        let mut k = KernelCounters::default();
+        // `  eth0: bytes packets errs drop fifo frame compressed multicast
+        // bytes packets errs drop fifo colls carrier compressed`.
+        for line in dev.lines() {
+            let Some((name, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let nums: Vec<u64> = rest
+                .split_whitespace()
+                .map_while(|t| t.parse().ok())
+                .collect();
+            if nums.len() == 16 {
+                k.devs.insert(
+                    name.trim().to_string(),
+                    DevCounters {
+                        rx_packets: nums[1],
+                        rx_errs: nums[2],
+                        rx_drop: nums[3],
+                        tx_errs: nums[10],
+                        tx_drop: nums[11],
+                    },
+                );
+            }
+        }
+        // A row of names, then a row of values with the same prefix.
+        let mut header: HashMap<&str, Vec<&str>> = HashMap::new();
+        for line in proto.lines() {
+            let Some((prefix, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.iter().all(|f| f.parse::<i64>().is_ok()) {
+                if let Some(names) = header.remove(prefix) {
+                    for (n, v) in names.iter().zip(&fields) {
+                        if let Ok(v) = v.parse::<u64>() {
+                            k.proto.insert(format!("{prefix}.{n}"), v);
+                        }
+                    }
+                }
+            } else {
+                header.insert(prefix, fields);
+            }
+        }
+        k
+    }
+
+    /// Read the counters of namespace `ns` (`None`: this process's).
+    pub fn read(ns: Option<&str>) -> anyhow::Result<KernelCounters> {
+        let dev = cat(ns, &["/proc/net/dev"])?;
+        let proto = cat(ns, &["/proc/net/snmp", "/proc/net/netstat"])?;
+        Ok(KernelCounters::parse(&dev, &proto))
+    }
+}
+
+/// `cat FILES` in namespace `ns` (through `ip netns exec`: `/proc/net` is
+/// the reading process's namespace).
+fn cat(ns: Option<&str>, files: &[&str]) -> anyhow::Result<String> {
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "cat"]);
+            c
+        }
+        None => Command::new("cat"),
+    };
+    let out = cmd
+        .args(files)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| anyhow::anyhow!("reading the kernel's packet counters: {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "reading {} in {}: {}",
+            files.join(" "),
+            ns.unwrap_or("the root namespace"),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Every non-zero loss outside the disciplines, named by where it happened
+/// (e.g. `client veth -> router AF_PACKET ring`, `server Udp.InErrors`).
+pub fn outside_losses(
+    names: &Names,
+    client: &KernelCounters,
+    server: &KernelCounters,
+    root: &KernelCounters,
+    router: &RouterReport,
+) -> Vec<(String, u64)> {
+    let mut v = Vec::new();
+    let mut add = |what: String, n: u64| {
+        if n > 0 {
+            v.push((what, n));
+        }
+    };
+    // Router port 0 faces the client, port 1 the server (router_config).
+    for (side, host, outer, dev) in [
+        ("client", client, &names.client_veth, "net_af_packet0"),
+        ("server", server, &names.server_veth, "net_af_packet1"),
+    ] {
+        let inner = host.devs.get("eth0").copied().unwrap_or_default();
+        let outer_c = root.devs.get(outer.as_str()).copied().unwrap_or_default();
+        for (end, c) in [("host", inner), ("router-side", outer_c)] {
+            add(format!("{side} veth ({end}) rx drop"), c.rx_drop);
+            add(format!("{side} veth ({end}) rx errs"), c.rx_errs);
+            add(format!("{side} veth ({end}) tx drop"), c.tx_drop);
+            add(format!("{side} veth ({end}) tx errs"), c.tx_errs);
+        }
+        let router_rx = router.devs.get(dev).map_or(0, |d| d.rx);
+        add(
+            format!("{side} veth -> router AF_PACKET ring ({dev})"),
+            outer_c.rx_packets.saturating_sub(router_rx),
+        );
+        for key in PROTO_LOSSES {
+            add(
+                format!("{side} {key}"),
+                host.proto.get(key).copied().unwrap_or(0),
+            );
+        }
+    }
+    let mut devs: Vec<_> = router.devs.iter().collect();
+    devs.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, d) in devs {
+        for (k, n) in [
+            ("imissed", d.imissed),
+            ("ierrors", d.ierrors),
+            ("oerrors", d.oerrors),
+            ("rx_nombuf", d.rx_nombuf),
+        ] {
+            add(format!("router {name} {k}"), n);
+        }
+    }
+    for lane in &router.lanes {
+        for k in ["tx_full", "ring_full", "drop_delay_line_full"] {
+            add(format!("router {} {k}", lane.port), lane.get(k));
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEV: &str = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  100 2    0    0    0     0          0         0  100 2    0    0    0     0       0          0
+  eth0: 5000 40    1    2    0     0          0         0  9000 70    3    4    0     0       0          0
+";
+    const SNMP: &str = "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
+Udp: 100 7 5 90 5 1 0 0 0
+UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
+UdpLite: 0 0 9 0 0 0 0 0 0
+";
+    const NETSTAT: &str = "TcpExt: SyncookiesSent TCPBacklogDrop TCPOFODrop TCPRcvQDrop
+TcpExt: 0 6 0 0
+IpExt: InNoRoutes InTruncatedPkts
+IpExt: 0 0
+";
+
+    #[test]
+    fn proc_net_files_are_parsed() {
+        let k = KernelCounters::parse(DEV, &format!("{SNMP}{NETSTAT}"));
+        assert_eq!(
+            k.devs["eth0"],
+            DevCounters {
+                rx_packets: 40,
+                rx_errs: 1,
+                rx_drop: 2,
+                tx_errs: 3,
+                tx_drop: 4
+            }
+        );
+        assert_eq!(k.devs["lo"].rx_packets, 2);
+        assert_eq!(k.proto["Udp.InErrors"], 5);
+        assert_eq!(k.proto["Udp.SndbufErrors"], 1);
+        assert_eq!(k.proto["UdpLite.InErrors"], 9);
+        assert_eq!(k.proto["TcpExt.TCPBacklogDrop"], 6);
+        assert_eq!(k.proto["TcpExt.TCPOFODrop"], 0);
+    }
+
+    #[test]
+    fn losses_name_where_they_happened_and_zero_counts_are_left_out() {
+        let names = Names::new(7);
+        let host = KernelCounters::parse(DEV, &format!("{SNMP}{NETSTAT}"));
+        let clean = KernelCounters::parse(
+            "  eth0: 5000 40 0 0 0 0 0 0 9000 70 0 0 0 0 0 0\n",
+            "Udp: InErrors SndbufErrors\nUdp: 0 0\n",
+        );
+        let root = KernelCounters::parse(
+            &format!(
+                "  {}: 1 1000 0 0 0 0 0 0 1 500 0 0 0 0 0 0\n  {}: 1 600 0 0 0 0 0 0 1 990 0 0 0 0 0 0\n",
+                names.client_veth, names.server_veth
+            ),
+            "",
+        );
+        let report = crate::testbed::parse_router_report(
+            "dev net_af_packet0 rx=990 rx_mpps=0.000 ingress_drops[no_route=0] hw[imissed=0 ierrors=0 oerrors=0 rx_nombuf=0]
+dev net_af_packet1 rx=600 rx_mpps=0.000 ingress_drops[no_route=0] hw[imissed=3 ierrors=0 oerrors=0 rx_nombuf=0]
+lane port=net_af_packet0 discipline=droptail received=600 transmitted=600 tx_full=2 ring_full=0 drop_delay_line_full=0
+tollgate-router final: rx=1590 tx=1590 dropped=0 queued=0 accounting=ok
+",
+        )
+        .unwrap();
+        let clean_run = outside_losses(&names, &clean, &clean, &root, &report);
+        assert_eq!(
+            clean_run,
+            vec![
+                (
+                    "client veth -> router AF_PACKET ring (net_af_packet0)".to_string(),
+                    10
+                ),
+                ("router net_af_packet1 imissed".to_string(), 3),
+                ("router net_af_packet0 tx_full".to_string(), 2),
+            ]
+        );
+        let lossy = outside_losses(&names, &clean, &host, &root, &report);
+        for want in [
+            "server veth (host) rx drop",
+            "server veth (host) tx drop",
+            "server Udp.InErrors",
+            "server Udp.SndbufErrors",
+            "server TcpExt.TCPBacklogDrop",
+        ] {
+            assert!(lossy.iter().any(|(k, _)| k == want), "{want}: {lossy:?}");
+        }
+        assert!(!lossy.iter().any(|(k, _)| k.contains("TCPOFODrop")));
+    }
+}
