@@ -59,6 +59,10 @@ pub struct TestbedArgs {
     /// The router's DPDK lcore (it busy-polls this CPU).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub router_lcore: u32,
+    /// The router's poll-mode driver on the veths: af-packet (a TPACKET
+    /// ring per port) or af-xdp (an AF_XDP socket, generic XDP on veth).
+    #[arg(long, value_enum, default_value_t = netns::Pmd::AfPacket)]
+    pub pmd: netns::Pmd,
     /// Override the file's duration.
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
@@ -157,6 +161,7 @@ pub fn testbed(args: TestbedArgs) -> anyhow::Result<ExitCode> {
         work_dir: work_dir.clone(),
         scenario_path: path.canonicalize()?,
         router_lcore: args.router_lcore,
+        pmd: args.pmd,
         load_args,
     };
     ctrlc::set_handler(|| {

@@ -173,8 +173,8 @@ pub fn outside_losses(
     };
     // Router port 0 faces the client, port 1 the server (router_config).
     for (side, host, outer, dev) in [
-        ("client", client, &names.client_veth, "net_af_packet0"),
-        ("server", server, &names.server_veth, "net_af_packet1"),
+        ("client", client, &names.client_veth, names.pmd.device(0)),
+        ("server", server, &names.server_veth, names.pmd.device(1)),
     ] {
         let inner = host.devs.get("eth0").copied().unwrap_or_default();
         let outer_c = root.devs.get(outer.as_str()).copied().unwrap_or_default();
@@ -184,9 +184,9 @@ pub fn outside_losses(
             add(format!("{side} veth ({end}) tx drop"), c.tx_drop);
             add(format!("{side} veth ({end}) tx errs"), c.tx_errs);
         }
-        let router_rx = router.devs.get(dev).map_or(0, |d| d.rx);
+        let router_rx = router.devs.get(&dev).map_or(0, |d| d.rx);
         add(
-            format!("{side} veth -> router AF_PACKET ring ({dev})"),
+            format!("{side} veth -> router socket ring ({dev})"),
             outer_c.rx_packets.saturating_sub(router_rx),
         );
         for key in PROTO_LOSSES {
@@ -285,7 +285,7 @@ tollgate-router final: rx=1590 tx=1590 dropped=0 queued=0 accounting=ok
             clean_run,
             vec![
                 (
-                    "client veth -> router AF_PACKET ring (net_af_packet0)".to_string(),
+                    "client veth -> router socket ring (net_af_packet0)".to_string(),
                     10
                 ),
                 ("router net_af_packet1 imissed".to_string(), 3),

@@ -62,6 +62,8 @@ pub struct TestbedOptions {
     pub scenario_path: PathBuf,
     /// The router's EAL lcore.
     pub router_lcore: u32,
+    /// The router's poll-mode driver on the veths.
+    pub pmd: netns::Pmd,
     /// `--seed` / `--duration` overrides, passed on to load.
     pub load_args: Vec<String>,
 }
@@ -196,10 +198,8 @@ pub fn router_config(
     doc.insert("mbufs".into(), 65535.into());
     doc.insert("rules".into(), rules.into());
     let mut port_tables = Vec::new();
-    for (dev, peer) in [
-        ("net_af_packet0", "net_af_packet1"),
-        ("net_af_packet1", "net_af_packet0"),
-    ] {
+    let dev = |i| names.pmd.device(i);
+    for (dev, peer) in [(dev(0), dev(1)), (dev(1), dev(0))] {
         let mut p = toml::Table::new();
         p.insert("device".into(), dev.into());
         p.insert("peer".into(), peer.into());
@@ -230,9 +230,9 @@ pub fn eal_args(names: &netns::Names, lcore: u32) -> Vec<String> {
         "--log-level=lib.eal:warning".into(),
         format!("--file-prefix={}", names.file_prefix),
         "--vdev".into(),
-        format!("net_af_packet0,iface={}", names.client_veth),
+        names.pmd.vdev(0, &names.client_veth),
         "--vdev".into(),
-        format!("net_af_packet1,iface={}", names.server_veth),
+        names.pmd.vdev(1, &names.server_veth),
     ]
 }
 
@@ -385,7 +385,13 @@ pub fn parse_router_report(stdout: &str) -> anyhow::Result<RouterReport> {
 /// rate and discipline in the summary, the router's egresses in `ports`
 /// (`fwd1`: toward the server, `rev1`: toward the client), each flow's
 /// emulated RTT next to its measured minimum (`rtt_ms`).
-pub fn merge(s: &Scenario, mut r: Results, router: &RouterReport, run_s: f64) -> Results {
+pub fn merge(
+    s: &Scenario,
+    mut r: Results,
+    router: &RouterReport,
+    run_s: f64,
+    pmd: netns::Pmd,
+) -> Results {
     r.summary.bottleneck_mbps = s.bottleneck_rate_bps / 1e6;
     r.summary.discipline = s.router.discipline.clone();
     let specs = topology::flows(s);
@@ -432,10 +438,11 @@ pub fn merge(s: &Scenario, mut r: Results, router: &RouterReport, run_s: f64) ->
         env.tool = "testbed".into();
         env.note = format!(
             "namespace testbed: client and server namespaces through tollgate-router \
-             (net_af_packet on veth, L2); bottleneck {:.0} Mbit/s with {} in both directions; \
+             ({} on veth, L2); bottleneck {:.0} Mbit/s with {} in both directions; \
              each flow's rtt emulated by router rules (half each way); rtt_ms is the measured \
              minimum RTT, emulated_rtt_ms the scenario's; port utilization is over the whole \
              run ({run_s:.1} s, frame bytes)",
+            pmd.driver(),
             s.bottleneck_rate_bps / 1e6,
             s.router.discipline
         );
@@ -509,7 +516,7 @@ pub fn run(
     check(s)?;
     preflight(o)?;
     std::fs::create_dir_all(&o.work_dir)?;
-    let names = netns::Names::new(std::process::id());
+    let names = netns::Names::new(std::process::id()).with_pmd(o.pmd);
     let (config, ports) = router_config(s, raw_router, &names)?;
     let cfg_path = o.work_dir.join("router.toml");
     std::fs::write(&cfg_path, &config)?;
@@ -684,7 +691,7 @@ pub fn run(
         )
     })?;
     let (client, server, root) = kernel?;
-    let mut results = merge(s, r, &report, run_s);
+    let mut results = merge(s, r, &report, run_s, o.pmd);
     results.outside_losses = losses::outside_losses(&names, &client, &server, &root, &report);
     if !results.outside_losses.is_empty() {
         results.withhold_fairness();
@@ -798,7 +805,7 @@ tollgate-router final: rx=110 tx=100 dropped=8 queued=2 accounting=ok
             reached_s: 1.0,
         };
         let base = results::build(&s, &stub);
-        let m = merge(&s, base, &rep, 20.0);
+        let m = merge(&s, base, &rep, 20.0, netns::Pmd::AfPacket);
         assert_eq!(m.ports[0].name, "fwd1");
         assert_eq!((m.ports[0].received, m.ports[0].transmitted), (100, 90));
         assert!(m.ports[0].accounting_exact);
@@ -807,6 +814,16 @@ tollgate-router final: rx=110 tx=100 dropped=8 queued=2 accounting=ok
         assert_eq!(m.summary.bottleneck_mbps, 100.0);
         // A lane whose counters do not add up is reported as such.
         let bad = parse_router_report(&out.replace("in_flight=2", "in_flight=5")).unwrap();
-        assert!(!merge(&s, results::build(&s, &stub), &bad, 20.0).ports[0].accounting_exact);
+        assert!(
+            !merge(
+                &s,
+                results::build(&s, &stub),
+                &bad,
+                20.0,
+                netns::Pmd::AfPacket
+            )
+            .ports[0]
+                .accounting_exact
+        );
     }
 }

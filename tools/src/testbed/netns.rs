@@ -81,6 +81,44 @@ pub struct Names {
     pub server_veth: String,
     /// DPDK `--file-prefix`.
     pub file_prefix: String,
+    /// The router's poll-mode driver on the veths.
+    pub pmd: Pmd,
+}
+
+/// The DPDK poll-mode driver the router reads the veths with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Pmd {
+    /// `net_af_packet`: a TPACKET ring per port (copies every frame).
+    #[default]
+    AfPacket,
+    /// `net_af_xdp`: an AF_XDP socket per port (generic XDP on a veth).
+    AfXdp,
+}
+
+impl Pmd {
+    /// The DPDK driver's name.
+    pub fn driver(self) -> &'static str {
+        match self {
+            Pmd::AfPacket => "net_af_packet",
+            Pmd::AfXdp => "net_af_xdp",
+        }
+    }
+
+    /// The router's device `i` (0 faces the client, 1 the server).
+    pub fn device(self, i: usize) -> String {
+        format!("{}{i}", self.driver())
+    }
+
+    /// The EAL `--vdev` argument of device `i` on interface `iface`.
+    pub fn vdev(self, i: usize, iface: &str) -> String {
+        match self {
+            Pmd::AfPacket => format!("{},iface={iface}", self.device(i)),
+            Pmd::AfXdp => format!(
+                "{},iface={iface},start_queue=0,queue_count=1",
+                self.device(i)
+            ),
+        }
+    }
 }
 
 impl Names {
@@ -93,7 +131,14 @@ impl Names {
             client_veth: format!("{PREFIX}{id}c"),
             server_veth: format!("{PREFIX}{id}s"),
             file_prefix: format!("{PREFIX}-{id}"),
+            pmd: Pmd::AfPacket,
         }
+    }
+
+    /// The same names with the router on `pmd`.
+    pub fn with_pmd(mut self, pmd: Pmd) -> Names {
+        self.pmd = pmd;
+        self
     }
 
     /// The run's working directory (configs, certificate, logs).
