@@ -11,6 +11,7 @@
 //!   below its emulated RTT and at most 2 ms above it (the router's per-rule
 //!   delay classes); the 100 ms flow, whose first round trips meet the 10 ms
 //!   flow's standing queue, at most 5 ms above (see the test).
+//! - A quiche flow beside a Tollgate QUIC flow gets its emulated RTT.
 //! - The same scenario (`tools/scenarios/sim-vs-testbed.toml`) through
 //!   `tollgate sim` (seeds 1-3) and `tollgate testbed`: the same order of
 //!   flows and Jain's indices within 0.1.
@@ -230,6 +231,66 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
     // Nothing of the run is left.
     let id = testbed_id(&dir.join("results/testbed-dumbbell/testbed/router.toml"));
     assert_eq!(remains_of(id), Vec::<String>::new());
+}
+
+/// Every flow kind of the load generator through the router: a quiche
+/// CUBIC flow (its client bound to the flow's port, so the router's rules
+/// give it its RTT) beside a Tollgate QUIC NewReno flow, both at 20 ms on
+/// 50 Mbit/s for 8 s: both complete, each flow's minimum RTT (quiche's
+/// path `min_rtt`) is within -0.5/+2 ms of 20 ms, and no packet is lost
+/// outside the discipline. (Kernel TCP and Tollgate QUIC: the dumbbell test.)
+#[test]
+fn a_quiche_flow_gets_its_emulated_rtt_through_the_router() {
+    const NAME: &str = "a_quiche_flow_gets_its_emulated_rtt_through_the_router";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = unavailable() {
+        return skip(NAME, &r);
+    }
+    let scenario = r#"
+name = "testbed-quiche"
+duration = "8s"
+seed = 1
+[topology]
+kind = "dumbbell"
+bottleneck = { rate = "50Mbit", delay = "1ms", buffer = "1bdp" }
+[router]
+discipline = "droptail"
+[metrics]
+measure_from = "2s"
+[[flows]]
+name = "quiche-cubic"
+cca = "quiche:cubic"
+rtt = "20ms"
+[[flows]]
+name = "newreno"
+cca = "newreno"
+rtt = "20ms"
+"#;
+    let dir = scratch("testbed-quiche");
+    let (code, stdout, stderr) = run_testbed(&dir, scenario, &[]);
+    if stderr.contains("built without quiche") {
+        return skip(
+            NAME,
+            "the tollgate binary was built without the quiche feature",
+        );
+    }
+    let r: Results = results::read(&dir.join("results/testbed-quiche/results.json"))
+        .unwrap_or_else(|e| panic!("no results ({e}); exit {code:?}\n{stdout}\n{stderr}"));
+    println!("{stdout}\n{stderr}");
+    assert_eq!(code, Some(0), "tollgate testbed failed:\n{stderr}");
+    assert_eq!(r.outside_losses, Vec::<(String, u64)>::new());
+    for f in &r.flows {
+        assert_eq!(f.error, None, "flow {} ({})", f.id, f.cca);
+        assert!(f.goodput_mbps > 1.0, "flow {} ({}): {f:?}", f.id, f.cca);
+        assert!(
+            f.rtt_ms >= 19.5 && f.rtt_ms <= 22.0,
+            "flow {} ({}): minimum RTT {:.3} ms for an emulated 20 ms",
+            f.id,
+            f.cca,
+            f.rtt_ms
+        );
+    }
+    assert!(r.flows.iter().any(|f| f.cca.starts_with("quiche")));
 }
 
 const SIM_VS_TESTBED: &str = include_str!("../../tools/scenarios/sim-vs-testbed.toml");

@@ -29,7 +29,7 @@ flow's rtt emulated by router rules on its 5-tuple; runs `tollgate serve` and
 `tollgate load` inside; writes <out>/<name>/results.json in the sim format
 (router ports in `ports`, each flow's measured minimum RTT in rtt_ms and the
 emulated one in emulated_rtt_ms) and the router's config and report in
-<out>/<name>/testbed/. Dumbbell only; QUIC and kernel TCP flows.
+<out>/<name>/testbed/. Dumbbell only; Tollgate QUIC, kernel TCP and quiche flows.
 
 The router binary: --router-bin, else $TOLLGATE_ROUTER_BIN, else
 tollgate-router next to this tollgate binary, else on PATH. Build it with

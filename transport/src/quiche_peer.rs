@@ -107,6 +107,10 @@ pub struct PeerOptions {
     /// server's latest received count for uploads), for a sampler on another
     /// thread.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// A client's local address (`None`: the unspecified address of the
+    /// server's family, a port the kernel picks). A fixed port lets a router
+    /// tell the flow apart by its 5-tuple (`tollgate testbed`).
+    pub local: Option<SocketAddr>,
 }
 
 impl PeerOptions {
@@ -134,6 +138,7 @@ impl Default for PeerOptions {
             idle_timeout: Duration::from_secs(5),
             time_limit: Duration::from_secs(10),
             progress: None,
+            local: None,
         }
     }
 }
@@ -209,6 +214,8 @@ pub struct PeerStats {
     pub bytes_lost: u64,
     /// Smoothed RTT of the active path.
     pub rtt: Option<Duration>,
+    /// Minimum RTT of the active path.
+    pub min_rtt: Option<Duration>,
     /// Congestion window of the active path, bytes.
     pub cwnd: Option<u64>,
     /// How the peer closed the connection, if it did.
@@ -231,6 +238,7 @@ fn stats_of(conn: &quiche::Connection) -> PeerStats {
         bytes_received: s.recv_bytes,
         bytes_lost: s.lost_bytes,
         rtt: path.as_ref().map(|p| p.rtt),
+        min_rtt: path.as_ref().and_then(|p| p.min_rtt),
         cwnd: path.as_ref().map(|p| p.cwnd as u64),
         peer_close: conn.peer_error().map(CloseInfo::from),
         local_close: conn.local_error().map(CloseInfo::from),
@@ -610,7 +618,8 @@ impl ClientState {
 
 /// Run one bulk transfer as a quiche client against `remote` (a Tollgate
 /// [`BulkServer`](crate::bulk::BulkServer) or any server of the protocol),
-/// from a fresh socket on the unspecified address of `remote`'s family. Returns
+/// from a fresh socket on [`PeerOptions::local`] (default: the unspecified
+/// address of `remote`'s family). Returns
 /// within [`PeerOptions::time_limit`] plus about a second.
 pub fn run_client(
     remote: SocketAddr,
@@ -657,7 +666,7 @@ fn client_loop(
     out: &mut QuicheResult,
 ) -> Result<(), PeerError> {
     let mut cfg = config(options, None)?;
-    let mut io = Io::bind(unspecified_for(remote))?;
+    let mut io = Io::bind(options.local.unwrap_or_else(|| unspecified_for(remote)))?;
     let scid = random_cid();
     let scid = quiche::ConnectionId::from_ref(&scid);
     let mut conn = quiche::connect(Some(server_name), &scid, io.local, remote, &mut cfg)?;

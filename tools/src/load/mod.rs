@@ -168,7 +168,7 @@ fn local_bind(o: &LoadOptions, flow: usize) -> SocketAddr {
 }
 
 /// Checks `o` against the scenario: fixed local ports need one per flow at
-/// most, distinct, and no quiche flow (quiche's client binds its own socket).
+/// most, distinct.
 pub fn check_options(s: &Scenario, o: &LoadOptions) -> anyhow::Result<()> {
     if o.bind_ports.is_empty() {
         return Ok(());
@@ -183,16 +183,6 @@ pub fn check_options(s: &Scenario, o: &LoadOptions) -> anyhow::Result<()> {
     for (i, p) in o.bind_ports.iter().enumerate() {
         if *p != 0 && o.bind_ports[..i].contains(p) {
             anyhow::bail!("local port {p} is given twice: each flow needs its own");
-        }
-    }
-    for spec in topology::flows(s) {
-        if matches!(FlowKind::parse(&spec.cca), Ok(FlowKind::Quiche(_))) {
-            anyhow::bail!(
-                "flow {} ({}): quiche flows cannot take a fixed local port (quiche's client \
-                 binds its own socket)",
-                spec.index,
-                spec.cca
-            );
         }
     }
     Ok(())
@@ -596,6 +586,7 @@ impl FlowJob {
         let options = PeerOptions {
             time_limit: request.duration.unwrap_or(Duration::from_secs(3600)) + GRACE,
             progress: Some(live.clone()),
+            local: (self.bind.port() != 0).then_some(self.bind),
             ..base
         };
         let server = self.options.server;
@@ -613,7 +604,7 @@ impl FlowJob {
             }
         };
         progress.store(r.bytes, Ordering::Relaxed);
-        out.quiche_rtt = r.stats.as_ref().and_then(|st| st.rtt);
+        out.quiche_rtt = r.stats.as_ref().and_then(|st| st.min_rtt.or(st.rtt));
         out.bytes = r.bytes;
         out.complete = r.complete;
         out.error = r.error.clone();

@@ -96,13 +96,6 @@ pub fn check(s: &Scenario) -> anyhow::Result<()> {
         if g.server.is_some() {
             anyhow::bail!("flows[{i}].server: the testbed runs its own server; remove `server`");
         }
-        if let Ok(FlowKind::Quiche(_)) = FlowKind::parse(&g.cca) {
-            anyhow::bail!(
-                "flows[{i}].cca = \"{}\": quiche flows are not in the testbed yet (quiche's \
-                 client picks its own port, so the router cannot give it its RTT)",
-                g.cca
-            );
-        }
     }
     let halves = distinct_half_rtts(&specs);
     if halves.len() > tollgate_router::classify::MAX_RULE_DELAYS {
