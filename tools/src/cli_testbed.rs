@@ -31,6 +31,10 @@ flow's rtt emulated by router rules on its 5-tuple; runs `tollgate serve` and
 emulated one in emulated_rtt_ms) and the router's config and report in
 <out>/<name>/testbed/. Dumbbell only; Tollgate QUIC, kernel TCP and quiche flows.
 
+With a [testbed] table in the scenario it runs on the hosts and router ports
+the table names instead of namespaces (real hosts over ssh, a 10 GbE NIC's
+PCI ports; tools/README.md, section On real hosts and NICs); --pmd is then unused.
+
 The router binary: --router-bin, else $TOLLGATE_ROUTER_BIN, else
 tollgate-router next to this tollgate binary, else on PATH. Build it with
 `cargo build --release -p tollgate-dataplane --features dpdk`.
@@ -106,15 +110,16 @@ fn router_bin(args: &TestbedArgs) -> PathBuf {
     PathBuf::from("tollgate-router")
 }
 
-/// The `[router]` table as written in the file.
-fn raw_router(path: &Path) -> anyhow::Result<toml::Table> {
+/// The `[router]` and `[testbed]` tables as written in the file.
+fn raw_tables(path: &Path) -> anyhow::Result<(toml::Table, Option<toml::Value>)> {
     let text = std::fs::read_to_string(path)?;
     let doc: toml::Table = toml::from_str(&text)?;
-    Ok(doc
+    let router = doc
         .get("router")
         .and_then(|v| v.as_table())
         .cloned()
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok((router, doc.get("testbed").cloned()))
 }
 
 /// `tollgate testbed`.
@@ -153,7 +158,7 @@ pub fn testbed(args: TestbedArgs) -> anyhow::Result<ExitCode> {
         load_args.extend(["--seed".to_string(), seed.to_string()]);
     }
     testbed::check(&s)?;
-    let raw = raw_router(&path)?;
+    let (raw, site) = raw_tables(&path)?;
     let work_dir = netns::Names::new(std::process::id()).work_dir();
     let opts = TestbedOptions {
         router_bin: router_bin(&args),
@@ -162,6 +167,7 @@ pub fn testbed(args: TestbedArgs) -> anyhow::Result<ExitCode> {
         scenario_path: path.canonicalize()?,
         router_lcore: args.router_lcore,
         pmd: args.pmd,
+        site,
         load_args,
     };
     ctrlc::set_handler(|| {

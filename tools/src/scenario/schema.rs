@@ -51,6 +51,10 @@ pub struct RawScenario {
     pub metrics: RawMetrics,
     /// Optional one-parameter sweep.
     pub sweep: Option<RawSweep>,
+    /// `tollgate testbed` on named hosts and router ports instead of
+    /// namespaces (read by the testbed, `tools/src/testbed/site.rs`;
+    /// `sim` and `load` ignore it).
+    pub testbed: Option<toml::Value>,
 }
 
 /// `[topology]`.

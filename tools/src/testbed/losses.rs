@@ -26,15 +26,19 @@
 //!   `rx_nombuf` and its egresses' `tx_full`, `ring_full` and
 //!   `delay_line_full` drops (the delay emulation, not the discipline).
 //!
+//! On the hosts of a `[testbed]` table (site.rs) the same host counters are
+//! read through the host's `run` command before and after the run (their
+//! difference counts; `interface` names the NIC), and the router's ports
+//! are NICs whose overflows are the router's `imissed`.
+//!
 //! The namespaces and veths are created by the run, so their counters start
 //! at zero; IPv6 is off on them and the path is probed only after the
 //! router's ports exist, so no packet reaches a veth before the router's
 //! socket does.
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 
-use super::netns::Names;
+use super::site::Site;
 use super::RouterReport;
 
 /// The kernel counters of one network namespace.
@@ -121,45 +125,49 @@ impl KernelCounters {
         k
     }
 
-    /// Read the counters of namespace `ns` (`None`: this process's).
-    pub fn read(ns: Option<&str>) -> anyhow::Result<KernelCounters> {
-        let dev = cat(ns, &["/proc/net/dev"])?;
-        let proto = cat(ns, &["/proc/net/snmp", "/proc/net/netstat"])?;
-        Ok(KernelCounters::parse(&dev, &proto))
+    /// The counts since `before` (a host that existed before the run).
+    pub fn since(&self, before: &KernelCounters) -> KernelCounters {
+        let devs = self
+            .devs
+            .iter()
+            .map(|(k, c)| {
+                let b = before.devs.get(k).copied().unwrap_or_default();
+                let d = DevCounters {
+                    rx_packets: c.rx_packets.saturating_sub(b.rx_packets),
+                    rx_errs: c.rx_errs.saturating_sub(b.rx_errs),
+                    rx_drop: c.rx_drop.saturating_sub(b.rx_drop),
+                    tx_errs: c.tx_errs.saturating_sub(b.tx_errs),
+                    tx_drop: c.tx_drop.saturating_sub(b.tx_drop),
+                };
+                (k.clone(), d)
+            })
+            .collect();
+        let proto = self
+            .proto
+            .iter()
+            .map(|(k, v)| {
+                let b = before.proto.get(k).copied().unwrap_or(0);
+                (k.clone(), v.saturating_sub(b))
+            })
+            .collect();
+        KernelCounters { devs, proto }
     }
-}
 
-/// `cat FILES` in namespace `ns` (through `ip netns exec`: `/proc/net` is
-/// the reading process's namespace).
-fn cat(ns: Option<&str>, files: &[&str]) -> anyhow::Result<String> {
-    let mut cmd = match ns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, "cat"]);
-            c
-        }
-        None => Command::new("cat"),
-    };
-    let out = cmd
-        .args(files)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| anyhow::anyhow!("reading the kernel's packet counters: {e}"))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "reading {} in {}: {}",
-            files.join(" "),
-            ns.unwrap_or("the root namespace"),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    /// Read this process's namespace's counters (the router-side veths).
+    pub fn read_own() -> anyhow::Result<KernelCounters> {
+        let read = |f: &str| {
+            std::fs::read_to_string(f)
+                .map_err(|e| anyhow::anyhow!("reading the kernel's packet counters in {f}: {e}"))
+        };
+        let proto = read("/proc/net/snmp")? + &read("/proc/net/netstat")?;
+        Ok(KernelCounters::parse(&read("/proc/net/dev")?, &proto))
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Every non-zero loss outside the disciplines, named by where it happened
 /// (e.g. `client veth -> router AF_PACKET ring`, `server Udp.InErrors`).
 pub fn outside_losses(
-    names: &Names,
+    site: &Site,
     client: &KernelCounters,
     server: &KernelCounters,
     root: &KernelCounters,
@@ -172,23 +180,38 @@ pub fn outside_losses(
         }
     };
     // Router port 0 faces the client, port 1 the server (router_config).
-    for (side, host, outer, dev) in [
-        ("client", client, &names.client_veth, names.pmd.device(0)),
-        ("server", server, &names.server_veth, names.pmd.device(1)),
-    ] {
-        let inner = host.devs.get("eth0").copied().unwrap_or_default();
-        let outer_c = root.devs.get(outer.as_str()).copied().unwrap_or_default();
-        for (end, c) in [("host", inner), ("router-side", outer_c)] {
-            add(format!("{side} veth ({end}) rx drop"), c.rx_drop);
-            add(format!("{side} veth ({end}) rx errs"), c.rx_errs);
-            add(format!("{side} veth ({end}) tx drop"), c.tx_drop);
-            add(format!("{side} veth ({end}) tx errs"), c.tx_errs);
+    for (i, (side, host, end)) in [
+        ("client", client, &site.client),
+        ("server", server, &site.server),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut dev_losses = |end_name: &str, c: DevCounters| {
+            add(format!("{side} {end_name} rx drop"), c.rx_drop);
+            add(format!("{side} {end_name} rx errs"), c.rx_errs);
+            add(format!("{side} {end_name} tx drop"), c.tx_drop);
+            add(format!("{side} {end_name} tx errs"), c.tx_errs);
+        };
+        if let Some(iface) = &end.interface {
+            let c = host.devs.get(iface).copied().unwrap_or_default();
+            let name = if site.veths.is_some() {
+                "veth (host)".to_string()
+            } else {
+                iface.clone()
+            };
+            dev_losses(&name, c);
         }
-        let router_rx = router.devs.get(&dev).map_or(0, |d| d.rx);
-        add(
-            format!("{side} veth -> router socket ring ({dev})"),
-            outer_c.rx_packets.saturating_sub(router_rx),
-        );
+        if let Some(veths) = &site.veths {
+            let outer = root.devs.get(&veths[i]).copied().unwrap_or_default();
+            dev_losses("veth (router-side)", outer);
+            let dev = &site.ports[i].device;
+            let router_rx = router.devs.get(dev).map_or(0, |d| d.rx);
+            add(
+                format!("{side} veth -> router socket ring ({dev})"),
+                outer.rx_packets.saturating_sub(router_rx),
+            );
+        }
         for key in PROTO_LOSSES {
             add(
                 format!("{side} {key}"),
@@ -259,7 +282,8 @@ IpExt: 0 0
 
     #[test]
     fn losses_name_where_they_happened_and_zero_counts_are_left_out() {
-        let names = Names::new(7);
+        let names = crate::testbed::netns::Names::new(7);
+        let site = Site::namespaces(&names, std::path::Path::new("tollgate"));
         let host = KernelCounters::parse(DEV, &format!("{SNMP}{NETSTAT}"));
         let clean = KernelCounters::parse(
             "  eth0: 5000 40 0 0 0 0 0 0 9000 70 0 0 0 0 0 0\n",
@@ -280,7 +304,7 @@ tollgate-router final: rx=1590 tx=1590 dropped=0 queued=0 accounting=ok
 ",
         )
         .unwrap();
-        let clean_run = outside_losses(&names, &clean, &clean, &root, &report);
+        let clean_run = outside_losses(&site, &clean, &clean, &root, &report);
         assert_eq!(
             clean_run,
             vec![
@@ -292,7 +316,7 @@ tollgate-router final: rx=1590 tx=1590 dropped=0 queued=0 accounting=ok
                 ("router net_af_packet0 tx_full".to_string(), 2),
             ]
         );
-        let lossy = outside_losses(&names, &clean, &host, &root, &report);
+        let lossy = outside_losses(&site, &clean, &host, &root, &report);
         for want in [
             "server veth (host) rx drop",
             "server veth (host) tx drop",

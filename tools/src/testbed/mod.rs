@@ -30,8 +30,10 @@
 
 pub mod losses;
 pub mod netns;
+pub mod site;
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -64,6 +66,9 @@ pub struct TestbedOptions {
     pub router_lcore: u32,
     /// The router's poll-mode driver on the veths.
     pub pmd: netns::Pmd,
+    /// The scenario's `[testbed]` table: hosts and router ports instead of
+    /// namespaces ([`site`]).
+    pub site: Option<toml::Value>,
     /// `--seed` / `--duration` overrides, passed on to load.
     pub load_args: Vec<String>,
 }
@@ -150,6 +155,7 @@ pub fn router_config(
     s: &Scenario,
     raw_router: &toml::Table,
     names: &netns::Names,
+    site: &site::Site,
 ) -> anyhow::Result<(String, Vec<u16>)> {
     let specs = topology::flows(s);
     let ports: Vec<u16> = (0..specs.len()).map(|i| FIRST_PORT + i as u16).collect();
@@ -174,7 +180,11 @@ pub fn router_config(
         };
         for (dir_src, dir_port) in [("src", "src_port"), ("dst", "dst_port")] {
             let mut r = toml::Table::new();
-            r.insert(dir_src.into(), format!("{}/32", netns::CLIENT_IP).into());
+            let client = match site.client.address {
+                std::net::IpAddr::V4(a) => format!("{a}/32"),
+                std::net::IpAddr::V6(a) => format!("{a}/128"),
+            };
+            r.insert(dir_src.into(), client.into());
             r.insert(dir_port.into(), i64::from(*port).into());
             r.insert("proto".into(), proto.into());
             r.insert("delay".into(), delay.clone().into());
@@ -191,7 +201,7 @@ pub fn router_config(
     doc.insert("mbufs".into(), 65535.into());
     doc.insert("rules".into(), rules.into());
     let mut port_tables = Vec::new();
-    let dev = |i| names.pmd.device(i);
+    let dev = |i: usize| site.ports[i].device.clone();
     for (dev, peer) in [(dev(0), dev(1)), (dev(1), dev(0))] {
         let mut p = toml::Table::new();
         p.insert("device".into(), dev.into());
@@ -201,32 +211,28 @@ pub fn router_config(
     }
     doc.insert("ports".into(), port_tables.into());
     let text = format!(
-        "# tollgate testbed run {} (generated): port 0 faces the client ({}), port 1 the \
-         server ({}).\n{}",
+        "# tollgate testbed run {} (generated): port 0 ({}) faces the client ({}), port 1 \
+         ({}) the server ({}).\n{}",
         names.id,
-        names.client_veth,
-        names.server_veth,
+        site.ports[0].device,
+        site.client.address,
+        site.ports[1].device,
+        site.server.address,
         toml::to_string(&doc)?
     );
     Ok((text, ports))
 }
 
 /// The DPDK EAL arguments of a run.
-pub fn eal_args(names: &netns::Names, lcore: u32) -> Vec<String> {
-    vec![
-        "-l".into(),
-        lcore.to_string(),
-        "--no-huge".into(),
-        "--no-pci".into(),
-        "-m".into(),
-        "512".into(),
-        "--log-level=lib.eal:warning".into(),
-        format!("--file-prefix={}", names.file_prefix),
-        "--vdev".into(),
-        names.pmd.vdev(0, &names.client_veth),
-        "--vdev".into(),
-        names.pmd.vdev(1, &names.server_veth),
-    ]
+pub fn eal_args(names: &netns::Names, site: &site::Site, lcore: u32) -> Vec<String> {
+    let mut a: Vec<String> = vec!["-l".into(), lcore.to_string()];
+    a.extend(site.eal.iter().cloned());
+    a.push("--log-level=lib.eal:warning".into());
+    a.push(format!("--file-prefix={}", names.file_prefix));
+    for p in &site.ports {
+        a.extend(p.eal.iter().cloned());
+    }
+    a
 }
 
 /// One egress of the router's final report.
@@ -478,6 +484,10 @@ pub fn preflight(o: &TestbedOptions) -> anyhow::Result<()> {
             o.router_bin.display()
         );
     }
+    if o.site.is_some() {
+        // Hosts and ports of a [testbed] table: nothing to build here.
+        return Ok(());
+    }
     if netns::sh(&["ip", "-V"]).is_err() {
         anyhow::bail!("`ip` (iproute2) is not installed: apt-get install iproute2");
     }
@@ -497,8 +507,10 @@ pub fn preflight(o: &TestbedOptions) -> anyhow::Result<()> {
 }
 
 /// Run scenario `s` (read from `o.scenario_path`, whose `[router]` table is
-/// `raw_router`). `stop` (Ctrl-C) ends the flows early: load writes partial
-/// results, and everything is torn down as after a normal run.
+/// `raw_router`) on the namespaces it builds, or on the hosts and router
+/// ports of `o.site` (the file's `[testbed]` table). `stop` (Ctrl-C) ends
+/// the flows early: load writes partial results, and everything is torn
+/// down as after a normal run.
 pub fn run(
     s: &Scenario,
     raw_router: &toml::Table,
@@ -510,23 +522,51 @@ pub fn run(
     preflight(o)?;
     std::fs::create_dir_all(&o.work_dir)?;
     let names = netns::Names::new(std::process::id()).with_pmd(o.pmd);
-    let (config, ports) = router_config(s, raw_router, &names)?;
+    let site = match &o.site {
+        Some(t) => site::Site::from_table(t, &names)?,
+        None => site::Site::namespaces(&names, &o.tollgate_bin),
+    };
+    let (config, ports) = router_config(s, raw_router, &names, &site)?;
     let cfg_path = o.work_dir.join("router.toml");
     std::fs::write(&cfg_path, &config)?;
 
     // Declared first, dropped last: the processes go before the namespaces.
-    let topo = netns::Topology::build(names.clone())?;
-    log(&format!(
-        "namespaces {} / {} built; starting tollgate-router",
-        names.client_ns, names.server_ns
-    ));
+    let _topo = if o.site.is_none() {
+        let t = netns::Topology::build(names.clone())?;
+        log(&format!(
+            "namespaces {} / {} built; starting tollgate-router",
+            names.client_ns, names.server_ns
+        ));
+        t
+    } else {
+        log(&format!(
+            "client {} ({}), server {} ({}); starting tollgate-router on {} and {}",
+            site.client.describe(),
+            site.client.address,
+            site.server.describe(),
+            site.server.address,
+            site.ports[0].device,
+            site.ports[1].device
+        ));
+        netns::Topology::files_only(names.clone())
+    };
+    let _work_dirs = RemoteDirs::make(&site)?;
+    // The hosts' counters before the run (remote hosts' are not new).
+    let before = if site.veths.is_none() {
+        Some((
+            site.client.kernel_counters()?,
+            site.server.kernel_counters()?,
+        ))
+    } else {
+        None
+    };
     let mut router_cmd = std::process::Command::new(&o.router_bin);
     router_cmd
         .arg("--config")
         .arg(&cfg_path)
         .arg("--quiet")
         .arg("--")
-        .args(eal_args(&names, o.router_lcore));
+        .args(eal_args(&names, &site, o.router_lcore));
     netns::die_with_parent(&mut router_cmd);
     let mut router = netns::Proc::spawn(
         "tollgate-router",
@@ -542,7 +582,7 @@ pub fn run(
     // bound in its EAL init, before it prints its banner): a packet the
     // router-side veth counted and the router never saw would count as
     // lost outside the discipline (losses.rs).
-    let banner_by = std::time::Instant::now() + Duration::from_secs(15);
+    let banner_by = std::time::Instant::now() + Duration::from_secs(30);
     while std::time::Instant::now() < banner_by
         && router.try_wait().is_none()
         && !std::fs::read_to_string(o.work_dir.join("router.out"))
@@ -552,35 +592,49 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    let cert = o.work_dir.join("cert.pem");
-    let _ = std::fs::remove_file(&cert);
-    let server_addr = format!("{}:{SERVER_PORT}", netns::SERVER_IP);
-    let serve_args: Vec<String> = [
-        "serve",
-        "--listen",
-        &server_addr,
-        "--self-signed",
-        "--cert-out",
-        &cert.to_string_lossy(),
-        "--threads",
-        "1",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
+    let cert = site.server.path("cert.pem");
+    let ca = site.client.path("ca.pem");
+    let server_addr = SocketAddr::new(site.server.address, SERVER_PORT);
+    // Remote servers stop by themselves at the latest this long after the
+    // run should have ended, should this process die without stopping them.
+    let server_limit = s.duration_s + crate::load::GRACE.as_secs_f64() + 120.0;
+    let mut serve_args: Vec<String> = Vec::new();
+    let serve_program = if o.site.is_some() {
+        serve_args.extend([
+            "-s".into(),
+            "INT".into(),
+            format!("{server_limit:.0}s"),
+            site.server.tollgate.clone(),
+        ]);
+        "timeout".to_string()
+    } else {
+        site.server.tollgate.clone()
+    };
+    serve_args.extend(
+        [
+            "serve",
+            "--listen",
+            &server_addr.to_string(),
+            "--self-signed",
+            "--cert-out",
+            &cert,
+            "--threads",
+            "1",
+        ]
+        .iter()
+        .map(|a| a.to_string()),
+    );
     let mut serve = netns::Proc::spawn(
         "tollgate serve",
-        netns::in_netns(&names.server_ns, &o.tollgate_bin, &serve_args),
+        site.server.command(&serve_program, &serve_args),
         &o.work_dir.join("serve.out"),
         &o.work_dir.join("serve.err"),
     )?;
 
     // The path is up when a TCP connection from the client reaches the server.
-    let reachable = netns::tcp_reachable(
-        &names.client_ns,
-        server_addr.parse().expect("server address"),
-        Duration::from_secs(15),
-    );
+    let reachable = site
+        .client
+        .tcp_reachable(server_addr, Duration::from_secs(15));
     if let Some(st) = router.try_wait() {
         anyhow::bail!(
             "tollgate-router exited at start ({st}): {}",
@@ -593,30 +647,35 @@ pub fn run(
             tail(&o.work_dir.join("serve.err"))
         );
     }
-    if !reachable || !cert.exists() {
+    let cert_pem = site.server.read_file(&cert);
+    let (true, Ok(cert_pem)) = (reachable, cert_pem) else {
         anyhow::bail!(
-            "the server is not reachable from the client namespace through the router within \
-             15 s; router: {}; serve: {}",
+            "the server is not reachable from the client through the router within 15 s; \
+             router: {}; serve: {}",
             tail(&o.work_dir.join("router.err")),
             tail(&o.work_dir.join("serve.err"))
         );
-    }
+    };
+    site.client.write_file(&ca, &cert_pem)?;
+    let scenario_file = site.client.path("scenario.toml");
+    site.client
+        .write_file(&scenario_file, &std::fs::read(&o.scenario_path)?)?;
 
     log(&format!(
         "path up; running {} flows for {:.1} s",
         s.flow_count(),
         s.duration_s
     ));
-    let load_out = o.work_dir.join("load");
+    let load_out = site.client.path("load");
     let mut load_args: Vec<String> = vec![
         "load".into(),
-        o.scenario_path.to_string_lossy().into(),
+        scenario_file,
         "--server".into(),
-        server_addr.clone(),
+        server_addr.to_string(),
         "--ca".into(),
-        cert.to_string_lossy().into(),
+        ca,
         "--bind".into(),
-        netns::CLIENT_IP.into(),
+        site.client.address.to_string(),
         "--bind-ports".into(),
         ports
             .iter()
@@ -626,7 +685,7 @@ pub fn run(
         "--threads".into(),
         "1".into(),
         "--out".into(),
-        load_out.to_string_lossy().into(),
+        load_out.clone(),
         "--quiet".into(),
         "--no-plots".into(),
     ];
@@ -634,7 +693,7 @@ pub fn run(
     let started = std::time::Instant::now();
     let mut load = netns::Proc::spawn(
         "tollgate load",
-        netns::in_netns(&names.client_ns, &o.tollgate_bin, &load_args),
+        site.client.command(&site.client.tollgate, &load_args),
         &o.work_dir.join("load.out"),
         &o.work_dir.join("load.err"),
     )?;
@@ -648,8 +707,10 @@ pub fn run(
         if stop.load(Ordering::Relaxed) && !interrupted {
             interrupted = true;
             load.signal(libc::SIGINT);
+            site.client.interrupt_matching(&load_out);
         }
         if started.elapsed() > limit {
+            site.client.interrupt_matching(&load_out);
             break load.stop(Duration::from_secs(5));
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -658,14 +719,18 @@ pub fn run(
     // The kernel's counters before the router stops (see losses.rs).
     let kernel = (|| -> anyhow::Result<_> {
         Ok((
-            losses::KernelCounters::read(Some(&names.client_ns))?,
-            losses::KernelCounters::read(Some(&names.server_ns))?,
-            losses::KernelCounters::read(None)?,
+            site.client.kernel_counters()?,
+            site.server.kernel_counters()?,
+            if site.veths.is_some() {
+                losses::KernelCounters::read_own()?
+            } else {
+                losses::KernelCounters::default()
+            },
         ))
     })();
     let router_status = router.stop(Duration::from_secs(10));
+    site.server.interrupt_matching(&cert);
     let _ = serve.stop(Duration::from_secs(5));
-    drop(topo);
 
     let router_out = std::fs::read_to_string(o.work_dir.join("router.out")).unwrap_or_default();
     let report = parse_router_report(&router_out).map_err(|e| {
@@ -675,17 +740,31 @@ pub fn run(
             tail(&o.work_dir.join("router.err"))
         )
     })?;
-    let load_results = crate::experiment::run_dir(&load_out, s).join("results.json");
-    let r = results::read(&load_results).map_err(|e| {
-        anyhow::anyhow!(
-            "tollgate load wrote no results ({e}; exit {}): {}",
-            load_status.map_or("killed".to_string(), |s| s.to_string()),
-            tail(&o.work_dir.join("load.err"))
-        )
-    })?;
-    let (client, server, root) = kernel?;
+    let load_results = format!(
+        "{}/results.json",
+        crate::experiment::run_dir(Path::new(&load_out), s).display()
+    );
+    let local_results = o.work_dir.join("load-results.json");
+    let fetched = site
+        .client
+        .read_file(&load_results)
+        .and_then(|b| Ok(std::fs::write(&local_results, b)?));
+    let r = fetched
+        .and_then(|()| results::read(&local_results))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "tollgate load wrote no results ({e}; exit {}): {}",
+                load_status.map_or("killed".to_string(), |s| s.to_string()),
+                tail(&o.work_dir.join("load.err"))
+            )
+        })?;
+    let (mut client, mut server, root) = kernel?;
+    if let Some((c0, s0)) = &before {
+        client = client.since(c0);
+        server = server.since(s0);
+    }
     let mut results = merge(s, r, &report, run_s, o.pmd);
-    results.outside_losses = losses::outside_losses(&names, &client, &server, &root, &report);
+    results.outside_losses = losses::outside_losses(&site, &client, &server, &root, &report);
     if !results.outside_losses.is_empty() {
         results.withhold_fairness();
     }
@@ -695,6 +774,29 @@ pub fn run(
         load_exit: load_status.and_then(|s| s.code()),
         router_exit: router_status.and_then(|s| s.code()),
     })
+}
+
+/// The run's directories on remote hosts: made at the start, removed on
+/// drop.
+struct RemoteDirs<'a>(&'a site::Site);
+
+impl<'a> RemoteDirs<'a> {
+    fn make(site: &'a site::Site) -> anyhow::Result<RemoteDirs<'a>> {
+        let dirs = RemoteDirs(site);
+        for e in [&site.client, &site.server] {
+            if let site::Host::Remote(_) = e.host {
+                e.make_work_dir()?;
+            }
+        }
+        Ok(dirs)
+    }
+}
+
+impl Drop for RemoteDirs<'_> {
+    fn drop(&mut self) {
+        self.0.client.remove_work_dir();
+        self.0.server.remove_work_dir();
+    }
 }
 
 /// The last lines of a log file, for an error message.
@@ -746,7 +848,8 @@ rtt = "100ms"
         let (s, raw) = scenario("discipline = \"red\"\nclassify = \"scenario\"\nmax_p = 0.2");
         check(&s).unwrap();
         let names = netns::Names::new(77);
-        let (text, ports) = router_config(&s, &raw, &names).unwrap();
+        let site = site::Site::namespaces(&names, Path::new("tollgate"));
+        let (text, ports) = router_config(&s, &raw, &names, &site).unwrap();
         assert_eq!(ports, vec![FIRST_PORT, FIRST_PORT + 1, FIRST_PORT + 2]);
         let doc: toml::Table = toml::from_str(&text).unwrap();
         let rules = doc["rules"].as_array().unwrap();

@@ -161,6 +161,13 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// Nothing to build (the hosts and ports of a `[testbed]` table): only
+    /// the run's DPDK runtime directory and router pid file to remove on
+    /// drop, as after a built topology.
+    pub fn files_only(names: Names) -> Topology {
+        Topology { names }
+    }
+
     /// Build client ns <-> veth <-> (router) <-> veth <-> server ns, with
     /// offloads off (real frames on the wire) and static neighbours (the
     /// router is an L2 bump in the wire).
