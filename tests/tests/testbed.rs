@@ -96,6 +96,14 @@ fn run_testbed(dir: &Path, scenario: &str, extra: &[&str]) -> (Option<i32>, Stri
     )
 }
 
+/// `<dir>/results/<name>/results.json` of a `run_testbed` run; a missing or
+/// unreadable file fails the test with the run's exit code and output.
+fn results_of(dir: &Path, name: &str, run: &(Option<i32>, String, String)) -> Results {
+    let (code, stdout, stderr) = run;
+    results::read(&dir.join(format!("results/{name}/results.json")))
+        .unwrap_or_else(|e| panic!("{name}: no results ({e}); exit {code:?}\n{stdout}\n{stderr}"))
+}
+
 /// Everything of run `id` that still exists.
 fn remains_of(id: u32) -> Vec<String> {
     let n = tbnet::Names::new(id);
@@ -157,10 +165,10 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
     }
     let dir = scratch("testbed");
     let t0 = Instant::now();
-    let (code, stdout, stderr) = run_testbed(&dir, SCENARIO, &[]);
+    let run = run_testbed(&dir, SCENARIO, &[]);
+    let (code, ref stdout, ref stderr) = run;
     println!("{stdout}\n{stderr}");
-    let r: Results = results::read(&dir.join("results/testbed-dumbbell/results.json"))
-        .unwrap_or_else(|e| panic!("no results ({e}); exit {code:?}\n{stdout}\n{stderr}"));
+    let r = results_of(&dir, "testbed-dumbbell", &run);
     let router_out =
         std::fs::read_to_string(dir.join("results/testbed-dumbbell/testbed/router.out"))
             .unwrap_or_default();
@@ -270,15 +278,15 @@ cca = "newreno"
 rtt = "20ms"
 "#;
     let dir = scratch("testbed-quiche");
-    let (code, stdout, stderr) = run_testbed(&dir, scenario, &[]);
+    let run = run_testbed(&dir, scenario, &[]);
+    let (code, ref stdout, ref stderr) = run;
     if stderr.contains("built without quiche") {
         return skip(
             NAME,
             "the tollgate binary was built without the quiche feature",
         );
     }
-    let r: Results = results::read(&dir.join("results/testbed-quiche/results.json"))
-        .unwrap_or_else(|e| panic!("no results ({e}); exit {code:?}\n{stdout}\n{stderr}"));
+    let r = results_of(&dir, "testbed-quiche", &run);
     println!("{stdout}\n{stderr}");
     assert_eq!(code, Some(0), "tollgate testbed failed:\n{stderr}");
     assert_eq!(r.outside_losses, Vec::<(String, u64)>::new());
@@ -358,10 +366,10 @@ router = {{ ports = ["net_af_packet0,iface={}", "net_af_packet1,iface={}"], eal 
         hosts.server_veth,
     );
     let dir = scratch("testbed-site");
-    let (code, stdout, stderr) = run_testbed(&dir, &scenario, &[]);
+    let run = run_testbed(&dir, &scenario, &[]);
+    let (code, ref stdout, ref stderr) = run;
     println!("{stdout}\n{stderr}");
-    let r: Results = results::read(&dir.join("results/testbed-site/results.json"))
-        .unwrap_or_else(|e| panic!("no results ({e}); exit {code:?}\n{stdout}\n{stderr}"));
+    let r = results_of(&dir, "testbed-site", &run);
     assert_eq!(code, Some(0), "tollgate testbed failed:\n{stderr}");
     assert_eq!(r.outside_losses, Vec::<(String, u64)>::new());
     for p in &r.ports {
@@ -416,10 +424,10 @@ fn the_same_scenario_ranks_flows_alike_in_sim_and_testbed() {
         return skip(NAME, &r);
     }
     let dir = scratch("sim-vs-testbed");
-    let (code, stdout, stderr) = run_testbed(&dir, SIM_VS_TESTBED, &[]);
+    let run = run_testbed(&dir, SIM_VS_TESTBED, &[]);
+    let (code, ref stdout, ref stderr) = run;
     let tb_path = dir.join("results/sim-vs-testbed/results.json");
-    let tb: Results = results::read(&tb_path)
-        .unwrap_or_else(|e| panic!("no testbed results ({e}); exit {code:?}\n{stdout}\n{stderr}"));
+    let tb = results_of(&dir, "sim-vs-testbed", &run);
     assert_eq!(
         code,
         Some(0),
@@ -577,7 +585,11 @@ fn the_generated_router_config_is_accepted_by_the_router() {
     let raw: toml::Table = toml::from_str(&text).unwrap();
     let router = raw["router"].as_table().unwrap().clone();
     let names = tbnet::Names::new(1);
-    let site = tollgate_tools::testbed::site::Site::namespaces(&names, Path::new("tollgate"));
+    let site = tollgate_tools::testbed::site::Site::namespaces(
+        &names,
+        tbnet::Pmd::AfPacket,
+        Path::new("tollgate"),
+    );
     let (cfg, ports) = tollgate_tools::testbed::router_config(s, &router, &names, &site).unwrap();
     let parsed = tollgate_dataplane::config::RouterConfig::parse(&cfg)
         .unwrap_or_else(|e| panic!("{e}\n{cfg}"));
@@ -616,11 +628,9 @@ fn flood_run(discipline: &'static str) -> FloodRun {
         &format!("discipline = \"{discipline}\""),
     );
     assert!(scenario.contains(&format!("discipline = \"{discipline}\"")));
-    let (code, stdout, stderr) = run_testbed(&dir, &scenario, &[]);
-    let r: Results =
-        results::read(&dir.join("results/testbed-flood/results.json")).unwrap_or_else(|e| {
-            panic!("{discipline}: no results ({e}); exit {code:?}\n{stdout}\n{stderr}")
-        });
+    let run = run_testbed(&dir, &scenario, &[]);
+    let code = run.0;
+    let r = results_of(&dir, "testbed-flood", &run);
     // Under DropTail the flood can starve TCP into RTO backoff so deeply
     // that it cannot deliver its last data within the load generator's
     // grace after the end ("no final count from the server"): that is the

@@ -236,19 +236,13 @@ pub fn testbed(args: TestbedArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: the router's packet accounting does not add up (see testbed/router.out)");
         failed = true;
     }
-    if !r.outside_losses.is_empty() {
-        let total: u64 = r.outside_losses.iter().map(|(_, n)| n).sum();
+    if let Some(lost) = r.outside_losses_text() {
         eprintln!(
-            "error: {total} packets were lost outside the router's discipline ({}): this machine \
-             did not carry the scenario exactly, so Jain's index and the fairness ratio are not \
+            "error: {lost} were lost outside the router's discipline: this machine did not \
+             carry the scenario exactly, so Jain's index and the fairness ratio are not \
              reported. Lower topology.bottleneck.rate or the number of flows, or give the \
              router a CPU of its own (--router-lcore); tools/README.md (Testbed) has the rates \
-             measured here",
-            r.outside_losses
-                .iter()
-                .map(|(k, n)| format!("{k}: {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+             measured here"
         );
         failed = true;
     }

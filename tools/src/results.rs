@@ -84,6 +84,21 @@ impl Results {
             .iter_mut()
             .for_each(|r| *r = None);
     }
+
+    /// `N packets [where n, ...]` of [`Results::outside_losses`], `None`
+    /// when there were none.
+    pub fn outside_losses_text(&self) -> Option<String> {
+        if self.outside_losses.is_empty() {
+            return None;
+        }
+        let total: u64 = self.outside_losses.iter().map(|(_, n)| n).sum();
+        let list: Vec<String> = self
+            .outside_losses
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        Some(format!("{total} packets [{}]", list.join(", ")))
+    }
 }
 
 /// Headline numbers over the measurement window.
@@ -861,17 +876,10 @@ pub fn table(r: &Results) -> String {
             opt(rr.accuracy.map(|a| a * 100.0), 1)
         );
     }
-    if !r.outside_losses.is_empty() {
-        let total: u64 = r.outside_losses.iter().map(|(_, n)| n).sum();
-        let list: Vec<String> = r
-            .outside_losses
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
+    if let Some(lost) = r.outside_losses_text() {
         let _ = writeln!(
             o,
-            "lost outside the discipline: {total} packets [{}]: fairness not reported",
-            list.join(", ")
+            "lost outside the discipline: {lost}: fairness not reported"
         );
     }
     if s.window_empty {

@@ -283,7 +283,11 @@ IpExt: 0 0
     #[test]
     fn losses_name_where_they_happened_and_zero_counts_are_left_out() {
         let names = crate::testbed::netns::Names::new(7);
-        let site = Site::namespaces(&names, std::path::Path::new("tollgate"));
+        let site = Site::namespaces(
+            &names,
+            crate::testbed::netns::Pmd::AfPacket,
+            std::path::Path::new("tollgate"),
+        );
         let host = KernelCounters::parse(DEV, &format!("{SNMP}{NETSTAT}"));
         let clean = KernelCounters::parse(
             "  eth0: 5000 40 0 0 0 0 0 0 9000 70 0 0 0 0 0 0\n",

@@ -164,7 +164,7 @@ pub fn router_config(
     // at most their windows, which the BDP at the longest RTT plus the
     // buffer bound, twice that for slow start's overshoot. Packets arrive
     // at the veth's rate, not the bottleneck's: sized by the bottleneck
-    // rate times the delay it overflowed in slow start at 1 Gbit/s. At
+    // rate times the delay, the line overflowed in slow start at 1 Gbit/s. At
     // most half the mbuf pool; beyond it the pool runs dry first, and
     // that loss is counted too (losses.rs).
     let bdp_packets = s.bottleneck_rate_bps / 8.0 / 1500.0 * (2 * max_half) as f64 / 1e9;
@@ -389,7 +389,7 @@ pub fn merge(
     mut r: Results,
     router: &RouterReport,
     run_s: f64,
-    pmd: netns::Pmd,
+    path: &str,
 ) -> Results {
     r.summary.bottleneck_mbps = s.bottleneck_rate_bps / 1e6;
     r.summary.discipline = s.router.discipline.clone();
@@ -436,12 +436,10 @@ pub fn merge(
     if let Some(env) = &mut r.environment {
         env.tool = "testbed".into();
         env.note = format!(
-            "namespace testbed: client and server namespaces through tollgate-router \
-             ({} on veth, L2); bottleneck {:.0} Mbit/s with {} in both directions; \
+            "testbed: {path}; bottleneck {:.0} Mbit/s with {} in both directions; \
              each flow's rtt emulated by router rules (half each way); rtt_ms is the measured \
              minimum RTT, emulated_rtt_ms the scenario's; port utilization is over the whole \
              run ({run_s:.1} s, frame bytes)",
-            pmd.driver(),
             s.bottleneck_rate_bps / 1e6,
             s.router.discipline
         );
@@ -521,10 +519,10 @@ pub fn run(
     check(s)?;
     preflight(o)?;
     std::fs::create_dir_all(&o.work_dir)?;
-    let names = netns::Names::new(std::process::id()).with_pmd(o.pmd);
+    let names = netns::Names::new(std::process::id());
     let site = match &o.site {
         Some(t) => site::Site::from_table(t, &names)?,
-        None => site::Site::namespaces(&names, &o.tollgate_bin),
+        None => site::Site::namespaces(&names, o.pmd, &o.tollgate_bin),
     };
     let (config, ports) = router_config(s, raw_router, &names, &site)?;
     let cfg_path = o.work_dir.join("router.toml");
@@ -539,15 +537,7 @@ pub fn run(
         ));
         t
     } else {
-        log(&format!(
-            "client {} ({}), server {} ({}); starting tollgate-router on {} and {}",
-            site.client.describe(),
-            site.client.address,
-            site.server.describe(),
-            site.server.address,
-            site.ports[0].device,
-            site.ports[1].device
-        ));
+        log(&format!("{}; starting tollgate-router", site.describe()));
         netns::Topology::files_only(names.clone())
     };
     let _work_dirs = RemoteDirs::make(&site)?;
@@ -763,7 +753,7 @@ pub fn run(
         client = client.since(c0);
         server = server.since(s0);
     }
-    let mut results = merge(s, r, &report, run_s, o.pmd);
+    let mut results = merge(s, r, &report, run_s, &site.describe());
     results.outside_losses = losses::outside_losses(&site, &client, &server, &root, &report);
     if !results.outside_losses.is_empty() {
         results.withhold_fairness();
@@ -783,11 +773,8 @@ struct RemoteDirs<'a>(&'a site::Site);
 impl<'a> RemoteDirs<'a> {
     fn make(site: &'a site::Site) -> anyhow::Result<RemoteDirs<'a>> {
         let dirs = RemoteDirs(site);
-        for e in [&site.client, &site.server] {
-            if let site::Host::Remote(_) = e.host {
-                e.make_work_dir()?;
-            }
-        }
+        site.client.make_work_dir()?;
+        site.server.make_work_dir()?;
         Ok(dirs)
     }
 }
@@ -848,7 +835,7 @@ rtt = "100ms"
         let (s, raw) = scenario("discipline = \"red\"\nclassify = \"scenario\"\nmax_p = 0.2");
         check(&s).unwrap();
         let names = netns::Names::new(77);
-        let site = site::Site::namespaces(&names, Path::new("tollgate"));
+        let site = site::Site::namespaces(&names, netns::Pmd::AfPacket, Path::new("tollgate"));
         let (text, ports) = router_config(&s, &raw, &names, &site).unwrap();
         assert_eq!(ports, vec![FIRST_PORT, FIRST_PORT + 1, FIRST_PORT + 2]);
         let doc: toml::Table = toml::from_str(&text).unwrap();
@@ -901,7 +888,7 @@ tollgate-router final: rx=110 tx=100 dropped=8 queued=2 accounting=ok
             reached_s: 1.0,
         };
         let base = results::build(&s, &stub);
-        let m = merge(&s, base, &rep, 20.0, netns::Pmd::AfPacket);
+        let m = merge(&s, base, &rep, 20.0, "namespaces");
         assert_eq!(m.ports[0].name, "fwd1");
         assert_eq!((m.ports[0].received, m.ports[0].transmitted), (100, 90));
         assert!(m.ports[0].accounting_exact);
@@ -911,14 +898,7 @@ tollgate-router final: rx=110 tx=100 dropped=8 queued=2 accounting=ok
         // A lane whose counters do not add up is reported as such.
         let bad = parse_router_report(&out.replace("in_flight=2", "in_flight=5")).unwrap();
         assert!(
-            !merge(
-                &s,
-                results::build(&s, &stub),
-                &bad,
-                20.0,
-                netns::Pmd::AfPacket
-            )
-            .ports[0]
+            !merge(&s, results::build(&s, &stub), &bad, 20.0, "namespaces").ports[0]
                 .accounting_exact
         );
     }

@@ -81,8 +81,6 @@ pub struct Names {
     pub server_veth: String,
     /// DPDK `--file-prefix`.
     pub file_prefix: String,
-    /// The router's poll-mode driver on the veths.
-    pub pmd: Pmd,
 }
 
 /// The DPDK poll-mode driver the router reads the veths with.
@@ -131,14 +129,7 @@ impl Names {
             client_veth: format!("{PREFIX}{id}c"),
             server_veth: format!("{PREFIX}{id}s"),
             file_prefix: format!("{PREFIX}-{id}"),
-            pmd: Pmd::AfPacket,
         }
-    }
-
-    /// The same names with the router on `pmd`.
-    pub fn with_pmd(mut self, pmd: Pmd) -> Names {
-        self.pmd = pmd;
-        self
     }
 
     /// The run's working directory (configs, certificate, logs).

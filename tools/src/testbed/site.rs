@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::netns::{self, Names};
+use super::netns::{self, Names, Pmd};
 
 /// The `[testbed]` table as written.
 #[derive(Clone, Debug, Deserialize)]
@@ -120,8 +120,9 @@ pub struct Site {
 }
 
 impl Site {
-    /// The site the testbed builds on this machine: namespaces and veths.
-    pub fn namespaces(names: &Names, tollgate: &Path) -> Site {
+    /// The site the testbed builds on this machine: namespaces and veths,
+    /// the router on `pmd`.
+    pub fn namespaces(names: &Names, pmd: Pmd, tollgate: &Path) -> Site {
         let endpoint = |ns: &str, address: &str| Endpoint {
             host: Host::Netns(ns.to_string()),
             address: address.parse().expect("address"),
@@ -130,8 +131,8 @@ impl Site {
             work_dir: names.work_dir().to_string_lossy().into(),
         };
         let port = |i: usize, iface: &str| RouterPort {
-            device: names.pmd.device(i),
-            eal: vec!["--vdev".into(), names.pmd.vdev(i, iface)],
+            device: pmd.device(i),
+            eal: vec!["--vdev".into(), pmd.vdev(i, iface)],
         };
         Site {
             client: endpoint(&names.client_ns, netns::CLIENT_IP),
@@ -142,6 +143,20 @@ impl Site {
                 .to_vec(),
             veths: Some([names.client_veth.clone(), names.server_veth.clone()]),
         }
+    }
+
+    /// What the run goes through, for the log and the results'
+    /// `environment.note`.
+    pub fn describe(&self) -> String {
+        format!(
+            "client {} ({}) and server {} ({}) through tollgate-router on {} and {} (L2)",
+            self.client.describe(),
+            self.client.address,
+            self.server.describe(),
+            self.server.address,
+            self.ports[0].device,
+            self.ports[1].device
+        )
     }
 
     /// The site of a `[testbed]` table; errors name the field.
@@ -296,10 +311,13 @@ impl Endpoint {
         }
     }
 
-    /// Create the run's directory there.
+    /// Create the run's directory there (remote hosts; a namespace shares
+    /// this machine's, which the command creates).
     pub fn make_work_dir(&self) -> anyhow::Result<()> {
-        self.output(&format!("mkdir -p {}", quote(&self.work_dir)), None)
-            .map(drop)
+        if let Host::Remote(_) = self.host {
+            self.output(&format!("mkdir -p {}", quote(&self.work_dir)), None)?;
+        }
+        Ok(())
     }
 
     /// Remove the run's directory there (remote hosts; a namespace shares
