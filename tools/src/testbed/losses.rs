@@ -9,8 +9,8 @@
 //! (`tollgate testbed` exits 1).
 //!
 //! Where each count comes from:
-//! - **the router's `AF_PACKET` ring** (per port): what the router-side
-//!   veth received (`/proc/net/dev` `rx packets` of `tgtb<pid>c` /
+//! - **the router's socket ring** (`AF_PACKET` or `AF_XDP`, per port):
+//!   what the router-side veth received (`/proc/net/dev` `rx packets` of `tgtb<pid>c` /
 //!   `tgtb<pid>s`) minus what the router's port received. The kernel counts
 //!   the ring's overflow only in the socket's `PACKET_STATISTICS`, which
 //!   DPDK 22.11's `net_af_packet` does not read, so this difference is the
@@ -165,7 +165,8 @@ impl KernelCounters {
 }
 
 /// Every non-zero loss outside the disciplines, named by where it happened
-/// (e.g. `client veth -> router AF_PACKET ring`, `server Udp.InErrors`).
+/// (e.g. `client veth -> router socket ring (net_af_packet0)`,
+/// `server Udp.InErrors`).
 pub fn outside_losses(
     site: &Site,
     client: &KernelCounters,
