@@ -472,6 +472,10 @@ impl Endpoint {
     ) {
         self.stats.datagrams_in += 1;
         let ecn = tos.and_then(|t| EcnCodepoint::from_bits(t & 0b11));
+        // quinn-proto appends its response to the buffer and reports the
+        // buffer's whole length as the size: it must start empty, or a
+        // response goes out behind the previous one (and the peer drops it).
+        self.scratch.clear();
         let event = self
             .proto
             .handle(now, from, None, ecn, data, &mut self.scratch);
@@ -497,6 +501,7 @@ impl Endpoint {
                     .filter(|_| self.conns.len() < self.options.max_connections);
                 let Some((base, defaults)) = server else {
                     self.stats.refused += 1;
+                    self.scratch.clear();
                     let t = self.proto.refuse(incoming, &mut self.scratch);
                     self.queue_response(t);
                     return;
@@ -506,12 +511,14 @@ impl Endpoint {
                 // registry change; refuse rather than panic.
                 let Ok(cca) = CcaHandle::new(&defaults.cca) else {
                     self.stats.refused += 1;
+                    self.scratch.clear();
                     let t = self.proto.refuse(incoming, &mut self.scratch);
                     self.queue_response(t);
                     return;
                 };
                 let mut cfg = base.clone();
                 cfg.transport_config(defaults.transport(&cca));
+                self.scratch.clear();
                 match self
                     .proto
                     .accept(incoming, now, &mut self.scratch, Some(Arc::new(cfg)))

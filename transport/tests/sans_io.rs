@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use common::*;
 use tollgate_transport::bulk::{pattern_slice, Receiver};
-use tollgate_transport::{ConnectionOptions, Dir, Endpoint, EndpointOptions, Event};
+use tollgate_transport::{CloseReason, ConnectionOptions, Dir, Endpoint, EndpointOptions, Event};
 
 const SIZE: u64 = 1 << 20;
 
@@ -104,4 +104,59 @@ fn write_bytes_and_owned_datagrams_move_a_stream_intact() {
         report.app_tx_bytes, SIZE,
         "write_bytes counts toward app_tx"
     );
+}
+
+/// A full server refuses every further client, and each refused client
+/// learns it, also when the server refuses several in one go (before it
+/// sends anything): each refusal is its own datagram to its own client.
+#[test]
+fn every_client_a_full_server_refuses_is_told_so() {
+    let certs = certs();
+    let sa: SocketAddr = "10.0.0.2:2000".parse().unwrap();
+    let mut server = Endpoint::new(EndpointOptions {
+        max_connections: 1,
+        rng_seed: Some([3; 32]),
+        ..Default::default()
+    });
+    server
+        .set_server(certs.server_crypto().unwrap(), ConnectionOptions::default())
+        .unwrap();
+    let now = Instant::now();
+    let mut clients: Vec<(SocketAddr, Endpoint)> = (0..4u16)
+        .map(|i| {
+            let addr: SocketAddr = format!("10.0.0.1:{}", 1000 + i).parse().unwrap();
+            let mut c = Endpoint::new(EndpointOptions {
+                rng_seed: Some([10 + i as u8; 32]),
+                ..Default::default()
+            });
+            c.set_client(certs.client_crypto().unwrap());
+            c.connect(now, sa, "localhost", ConnectionOptions::default())
+                .unwrap();
+            (addr, c)
+        })
+        .collect();
+    // Every client's first flight reaches the server before it answers.
+    for (addr, c) in &mut clients {
+        shuttle(now, c, *addr, &mut server);
+    }
+    let mut buf = Vec::new();
+    while let Some(t) = server.poll_transmit(now, &mut buf) {
+        let (_, c) = clients
+            .iter_mut()
+            .find(|(a, _)| *a == t.destination)
+            .expect("a transmit to a client");
+        let seg = t.segment_size.unwrap_or(t.size);
+        for d in buf[..t.size].chunks(seg) {
+            c.handle_datagram_owned(now, sa, Some(t.tos()), BytesMut::from(d));
+        }
+    }
+    let mut refused = 0;
+    for (_, c) in &mut clients {
+        while let Some(ev) = c.poll_event() {
+            if matches!(&ev, Event::Closed(_, CloseReason::Other(why)) if why.contains("refused")) {
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(refused, 3, "one accepted, three told they were refused");
 }
