@@ -258,11 +258,17 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         while let Some(p) = self.delay.pop_ready(now) {
             self.offer(p, now, sink);
         }
+        // The packet stays in a local until the shaper refuses it: writing
+        // every dequeued packet to `self.slot` and reading it back cost a
+        // store-forwarding stall per packet in the DPDK profile.
         loop {
-            if self.slot.is_none() {
-                self.slot = self.qdisc.dequeue(now);
-            }
-            let Some(p) = self.slot.take() else { break };
+            let p = match self.slot.take() {
+                Some(p) => p,
+                None => match self.qdisc.dequeue(now) {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
             if self.shaper.try_consume(p.len_bytes(), now) {
                 self.counters.on_dequeue(p.len_bytes());
                 sink.transmit(p, now);
