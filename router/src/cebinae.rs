@@ -151,24 +151,31 @@ pub struct ReconfigReport {
     pub bot_rate_bps: f64,
 }
 
+/// One slot of the detector: the flow cache's tag and byte count and the
+/// top table's tag, side by side so a lookup touches one cache line (three
+/// separate arrays cost up to three misses per lookup at 100,000 flows).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    tag: u64,
+    bytes: u64,
+    top: u64,
+}
+
 /// The two-stage top-flow detector and the top table.
 #[derive(Debug)]
 struct Detector {
-    tags: Vec<u64>,
-    bytes: Vec<u64>,
-    top: Vec<u64>,
+    slots: Vec<Slot>,
     mask: usize,
-    seeds: [u64; 2],
+    seed: u64,
 }
 
 impl Detector {
     fn new(slots: usize, seed: u64) -> Self {
         Detector {
-            tags: vec![0; 2 * slots],
-            bytes: vec![0; 2 * slots],
-            top: vec![0; 2 * slots],
+            slots: vec![Slot::default(); 2 * slots],
             mask: slots - 1,
-            seeds: [mix64(seed ^ 0xCEB1), mix64(seed ^ 0xCEB2)],
+            seed: mix64(seed ^ 0xCEB1),
         }
     }
 
@@ -177,49 +184,54 @@ impl Detector {
         hash | 1 // 0 marks an empty slot
     }
 
+    /// The flow's slot in each stage: the low and the high half of one
+    /// seeded mix (`cache_slots` <= 2^20, so the halves do not overlap).
     #[inline]
-    fn slots(&self, hash: u64) -> [usize; 2] {
-        let s = self.mask + 1;
+    fn index(&self, hash: u64) -> [usize; 2] {
+        let h = mix64(hash ^ self.seed);
         [
-            (mix64(hash ^ self.seeds[0]) as usize) & self.mask,
-            s + ((mix64(hash ^ self.seeds[1]) as usize) & self.mask),
+            (h as usize) & self.mask,
+            self.mask + 1 + ((h >> 32) as usize & self.mask),
         ]
     }
 
+    #[inline]
     fn count(&mut self, hash: u64, len: u32) {
         let tag = Self::tag(hash);
-        for i in self.slots(hash) {
-            if self.tags[i] == tag || self.tags[i] == 0 {
-                self.tags[i] = tag;
-                self.bytes[i] += u64::from(len);
+        for i in self.index(hash) {
+            let s = &mut self.slots[i];
+            if s.tag == tag || s.tag == 0 {
+                s.tag = tag;
+                s.bytes += u64::from(len);
                 return;
             }
         }
     }
 
+    #[inline]
     fn is_top(&self, hash: u64) -> bool {
         let tag = Self::tag(hash);
-        self.slots(hash).iter().any(|&i| self.top[i] == tag)
+        self.index(hash).iter().any(|&i| self.slots[i].top == tag)
     }
 
     /// Install the top set; returns (flows, bytes).
     fn select_top(&mut self, delta_flow: f64) -> (usize, u64) {
-        let max = self.bytes.iter().copied().max().unwrap_or(0);
+        let max = self.slots.iter().map(|s| s.bytes).max().unwrap_or(0);
         let threshold = max as f64 * (1.0 - delta_flow);
         let (mut n, mut sum) = (0, 0);
-        for i in 0..self.tags.len() {
-            let top = self.tags[i] != 0 && self.bytes[i] > 0 && self.bytes[i] as f64 > threshold;
-            self.top[i] = if top { self.tags[i] } else { 0 };
+        for s in &mut self.slots {
+            let top = s.tag != 0 && s.bytes > 0 && s.bytes as f64 > threshold;
+            s.top = if top { s.tag } else { 0 };
             if top {
                 n += 1;
-                sum += self.bytes[i];
+                sum += s.bytes;
             }
         }
         if n == 0 && max > 0 {
             // threshold == max when delta_flow == 0: the maximum itself is top.
-            for i in 0..self.tags.len() {
-                if self.bytes[i] == max {
-                    self.top[i] = self.tags[i];
+            for s in &mut self.slots {
+                if s.bytes == max {
+                    s.top = s.tag;
                     n += 1;
                     sum += max;
                 }
@@ -229,12 +241,16 @@ impl Detector {
     }
 
     fn clear_top(&mut self) {
-        self.top.fill(0);
+        for s in &mut self.slots {
+            s.top = 0;
+        }
     }
 
     fn clear_cache(&mut self) {
-        self.tags.fill(0);
-        self.bytes.fill(0);
+        for s in &mut self.slots {
+            s.tag = 0;
+            s.bytes = 0;
+        }
     }
 }
 
