@@ -195,6 +195,12 @@ pub struct RedCore {
     /// cost, and the decay runs at most arrivals when the queue keeps
     /// emptying at line rate).
     ln_keep_per_ns: f64,
+    /// `1 / (max_th - min_th)`, `1 / max_th`, `1 / mean_pkt_bytes`: the
+    /// per-packet decision multiplies instead of dividing (two `divsd` were
+    /// half of `decide` in the dataplane's profile).
+    inv_range: f64,
+    inv_max: f64,
+    inv_mean: f64,
     rng: SimRng,
 }
 
@@ -210,6 +216,9 @@ impl RedCore {
             next_adapt: None,
             ln_keep_per_ns: (1.0 - cfg.weight).ln()
                 / (f64::from(cfg.mean_pkt_bytes) * 8.0 * 1e9 / cfg.link_rate_bps),
+            inv_range: 1.0 / (cfg.max_th - cfg.min_th),
+            inv_max: 1.0 / cfg.max_th,
+            inv_mean: 1.0 / f64::from(cfg.mean_pkt_bytes),
             rng: rng::seeded(cfg.seed),
         }
     }
@@ -274,28 +283,34 @@ impl RedCore {
             self.count = -1;
             return RedDecision::Pass;
         } else if avg < max {
-            (self.max_p * (avg - min) / (max - min), true)
+            (self.max_p * (avg - min) * self.inv_range, true)
         } else if self.cfg.gentle && avg < 2.0 * max {
-            (self.max_p + (1.0 - self.max_p) * (avg - max) / max, false)
+            (
+                self.max_p + (1.0 - self.max_p) * (avg - max) * self.inv_max,
+                false,
+            )
         } else {
             self.count = 0;
             return RedDecision::Forced;
         };
         let p_b = if self.cfg.byte_mode {
-            (p_b * f64::from(len) / f64::from(self.cfg.mean_pkt_bytes)).min(1.0)
+            (p_b * f64::from(len) * self.inv_mean).min(1.0)
         } else {
             p_b
         };
         self.count += 1;
+        // p_a = p_b / (1 - count * p_b) (1 once the denominator reaches 0),
+        // tested as u * denom < p_b: one draw either way.
         let denom = 1.0 - self.count as f64 * p_b;
-        let p_a = if !corrected {
-            p_b
+        let u = rng::uniform_f64(&mut self.rng);
+        let early = if !corrected {
+            u < p_b
         } else if denom <= 0.0 {
-            1.0
+            true
         } else {
-            p_b / denom
+            u * denom < p_b
         };
-        if rng::chance(&mut self.rng, p_a) {
+        if early {
             self.count = 0;
             RedDecision::Early
         } else {
