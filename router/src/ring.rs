@@ -12,6 +12,7 @@
 //!   with a few retries, then the head).
 
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
 
 use crate::qdisc::PacketHandle;
 use tollgate_cca::rng::{self, SimRng};
@@ -89,9 +90,16 @@ impl<P: PacketHandle> Fifo<P> {
 }
 
 /// A ring with holes: FIFO order plus O(1) random access and removal.
-#[derive(Debug)]
+///
+/// Slots are `MaybeUninit<P>` with a separate occupancy flag per slot rather
+/// than `Option<P>`: emptying an `Option<Pkt>` slot made the compiler build
+/// `None` in a temporary with a one-byte store and copy it in with wide
+/// loads, a store-forwarding stall on every dequeue (57 % of `pop`'s samples
+/// in the CHOKe dataplane profile).
 pub struct HoleRing<P> {
-    slots: Vec<Option<P>>,
+    slots: Box<[MaybeUninit<P>]>,
+    /// `occupied[i]`: slot `i` holds an initialised packet.
+    occupied: Box<[bool]>,
     mask: usize,
     head: usize,
     tail: usize,
@@ -100,14 +108,36 @@ pub struct HoleRing<P> {
     bytes: u64,
 }
 
+impl<P> std::fmt::Debug for HoleRing<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HoleRing")
+            .field("slots", &self.slots.len())
+            .field("live", &self.live)
+            .field("limit", &self.limit)
+            .field("bytes", &self.bytes)
+            .finish()
+    }
+}
+
+impl<P> Drop for HoleRing<P> {
+    fn drop(&mut self) {
+        for (slot, occupied) in self.slots.iter_mut().zip(self.occupied.iter()) {
+            if *occupied {
+                // SAFETY: an occupied slot holds an initialised packet, and
+                // the ring is going away: it is dropped exactly once.
+                unsafe { slot.assume_init_drop() };
+            }
+        }
+    }
+}
+
 impl<P: PacketHandle> HoleRing<P> {
     /// A ring holding at most `limit` live packets.
     pub fn with_limit(limit: usize) -> Self {
         let n = (limit.max(1) * 2).next_power_of_two();
-        let mut slots = Vec::with_capacity(n);
-        slots.resize_with(n, || None);
         HoleRing {
-            slots,
+            slots: (0..n).map(|_| MaybeUninit::uninit()).collect(),
+            occupied: vec![false; n].into_boxed_slice(),
             mask: n - 1,
             head: 0,
             tail: 0,
@@ -146,7 +176,28 @@ impl<P: PacketHandle> HoleRing<P> {
         self.tail.wrapping_sub(self.head)
     }
 
+    /// Move the packet out of slot `i` (masked), leaving it empty.
+    #[inline]
+    fn take(&mut self, i: usize) -> Option<P> {
+        if !self.occupied[i] {
+            return None;
+        }
+        self.occupied[i] = false;
+        // SAFETY: the slot was occupied (initialised) and is now marked
+        // empty, so this value is read out exactly once.
+        Some(unsafe { self.slots[i].assume_init_read() })
+    }
+
+    /// Put `p` into the empty slot `i` (masked).
+    #[inline]
+    fn put(&mut self, i: usize, p: P) {
+        debug_assert!(!self.occupied[i]);
+        self.slots[i].write(p);
+        self.occupied[i] = true;
+    }
+
     /// Append, or hand the packet back if `limit` packets are queued.
+    #[inline]
     pub fn push(&mut self, p: P) -> Result<(), P> {
         if self.live >= self.limit {
             return Err(p);
@@ -155,19 +206,20 @@ impl<P: PacketHandle> HoleRing<P> {
             self.compact();
         }
         self.bytes += u64::from(p.len_bytes());
-        self.slots[self.tail & self.mask] = Some(p);
+        self.put(self.tail & self.mask, p);
         self.tail = self.tail.wrapping_add(1);
         self.live += 1;
         Ok(())
     }
 
     /// Remove the oldest packet.
+    #[inline]
     pub fn pop(&mut self) -> Option<P> {
         if self.live == 0 {
             return None;
         }
         // Invariant: the head slot is occupied whenever live > 0.
-        let p = self.slots[self.head & self.mask].take()?;
+        let p = self.take(self.head & self.mask)?;
         self.head = self.head.wrapping_add(1);
         self.live -= 1;
         self.bytes -= u64::from(p.len_bytes());
@@ -185,7 +237,7 @@ impl<P: PacketHandle> HoleRing<P> {
             let i = self
                 .head
                 .wrapping_add(rng::below(rng, self.span() as u64) as usize);
-            if self.slots[i & self.mask].is_some() {
+            if self.occupied[i & self.mask] {
                 return Some(i);
             }
         }
@@ -194,12 +246,14 @@ impl<P: PacketHandle> HoleRing<P> {
 
     /// The packet at a position returned by [`Self::random_index`].
     pub fn get(&self, index: usize) -> Option<&P> {
-        self.slots[index & self.mask].as_ref()
+        let i = index & self.mask;
+        // SAFETY: an occupied slot holds an initialised packet.
+        self.occupied[i].then(|| unsafe { self.slots[i].assume_init_ref() })
     }
 
     /// Remove the packet at `index`, leaving a hole.
     pub fn remove(&mut self, index: usize) -> Option<P> {
-        let p = self.slots[index & self.mask].take()?;
+        let p = self.take(index & self.mask)?;
         self.live -= 1;
         self.bytes -= u64::from(p.len_bytes());
         self.trim();
@@ -207,12 +261,12 @@ impl<P: PacketHandle> HoleRing<P> {
     }
 
     /// Drop holes at both ends so that head and tail - 1 are occupied.
+    #[inline]
     fn trim(&mut self) {
-        while self.head != self.tail && self.slots[self.head & self.mask].is_none() {
+        while self.head != self.tail && !self.occupied[self.head & self.mask] {
             self.head = self.head.wrapping_add(1);
         }
-        while self.head != self.tail && self.slots[self.tail.wrapping_sub(1) & self.mask].is_none()
-        {
+        while self.head != self.tail && !self.occupied[self.tail.wrapping_sub(1) & self.mask] {
             self.tail = self.tail.wrapping_sub(1);
         }
     }
@@ -222,8 +276,8 @@ impl<P: PacketHandle> HoleRing<P> {
         let mut w = self.head;
         let mut r = self.head;
         while r != self.tail {
-            if let Some(p) = self.slots[r & self.mask].take() {
-                self.slots[w & self.mask] = Some(p);
+            if let Some(p) = self.take(r & self.mask) {
+                self.put(w & self.mask, p);
                 w = w.wrapping_add(1);
             }
             r = r.wrapping_add(1);
@@ -269,6 +323,56 @@ mod tests {
             assert_eq!(r.len(), expect.len());
             assert_eq!(r.bytes(), 100 * expect.len() as u64);
         }
+    }
+
+    /// A packet that counts its drops, to check the ring's manual memory
+    /// handling: every packet is dropped exactly once, whether it was popped,
+    /// removed, moved by compaction or still queued when the ring went away.
+    struct Counted(std::rc::Rc<std::cell::Cell<u32>>, u64);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+    impl PacketHandle for Counted {
+        fn len_bytes(&self) -> u32 {
+            100
+        }
+        fn flow_hash(&self) -> u64 {
+            self.1
+        }
+        fn variant(&self) -> tollgate_cca::VariantId {
+            tollgate_cca::VariantId::UNMARKED
+        }
+        fn ecn_capable(&self) -> bool {
+            false
+        }
+        fn set_ce(&mut self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn hole_ring_drops_every_packet_exactly_once() {
+        let drops = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let mut made = 0u32;
+        {
+            let mut r = HoleRing::with_limit(8);
+            let mut rng = rng::seeded(5);
+            for round in 0..500u64 {
+                while !r.is_full() {
+                    made += 1;
+                    r.push(Counted(drops.clone(), round)).ok().unwrap();
+                }
+                let i = r.random_index(&mut rng).unwrap();
+                drop(r.remove(i));
+                if round % 3 == 0 {
+                    drop(r.pop());
+                }
+            }
+            assert_eq!(drops.get() + r.len() as u32, made);
+        }
+        assert_eq!(drops.get(), made, "queued packets dropped with the ring");
     }
 
     #[test]
