@@ -4,9 +4,14 @@
 //! `CARGO_TARGET_DIR=/work/targets/router cargo bench -p tollgate-router --bench qdisc`
 //!
 //! Each discipline runs with its published defaults (Cebinae at a 10 Gbit/s
-//! line rate). Time advances 67.2 ns per packet (64 B at 10 Gbit/s line rate);
-//! the queue is pre-filled with 64 packets and each iteration enqueues one
-//! packet of a random active flow and dequeues one.
+//! line rate). Time advances 67.2 ns per packet (64 B at 10 Gbit/s line rate).
+//! Each iteration enqueues one packet of a random active flow and dequeues
+//! while more than `DEPTH` packets are queued, so the queue stays at 10
+//! packets: inside RED's and CHOKe's band between `min_th` (5) and `max_th`
+//! (15), where they run their probabilistic decision and CHOKe its random
+//! comparison. (With a fixed 64-packet backlog, as before, RED's average sat
+//! above `2 * max_th` and both measured only their forced-drop path.) A
+//! dropped packet costs its drop instead of a dequeue.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -18,6 +23,9 @@ use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::flow::mix64;
 use tollgate_router::rrmqs::THESIS_VARIANTS;
 use tollgate_router::{AnyQdisc, DisciplineConfig, PacketMeta, Qdisc};
+
+/// Packets kept queued (module doc).
+const DEPTH: usize = 10;
 
 fn packets(flows: u64) -> Vec<PacketMeta> {
     let mut rng = rng::seeded(99);
@@ -55,7 +63,7 @@ fn bench(c: &mut Criterion) {
             let pkts = packets(flows);
             let mut q = AnyQdisc::<PacketMeta>::new(&config(name)).unwrap();
             let mut now_ps = 0u64; // picoseconds, 67 200 per packet
-            for p in pkts.iter().take(64) {
+            for p in pkts.iter().take(DEPTH) {
                 let _ = q.enqueue(*p, Time::from_nanos(now_ps / 1000));
             }
             let mut i = 0usize;
@@ -67,7 +75,9 @@ fn bench(c: &mut Criterion) {
                     i = i.wrapping_add(1);
                     let v = q.enqueue(black_box(p), now);
                     black_box(&v);
-                    black_box(q.dequeue(now))
+                    while q.len() > DEPTH {
+                        black_box(q.dequeue(now));
+                    }
                 })
             });
         }
