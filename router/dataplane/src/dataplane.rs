@@ -18,7 +18,7 @@ use std::time::Duration;
 use tollgate_cca::Time;
 use tollgate_router::classify::Classifier;
 use tollgate_router::port::{Port, Sink};
-use tollgate_router::{DropReason, Qdisc};
+use tollgate_router::{DropReason, PacketHandle, Qdisc};
 
 use crate::config::{CaptureWhat, Mode, RouterConfig};
 use crate::eal::{DpdkError, Eal, EthPort, Mempool, TscClock};
@@ -151,8 +151,8 @@ impl TxSink<'_> {
 impl Sink<Pkt> for TxSink<'_> {
     #[inline]
     fn transmit(&mut self, packet: Pkt, now: Time) {
-        let v = usize::from(packet.variant.dscp() & 63);
-        self.c.variant_tx_bytes[v] += u64::from(packet.len);
+        let v = usize::from(packet.variant().dscp() & 63);
+        self.c.variant_tx_bytes[v] += u64::from(packet.len_bytes());
         if let Some((w, what)) = self.pcap.as_deref_mut() {
             if *what != CaptureWhat::Dropped {
                 w.record(now, packet.mbuf.data(), packet.mbuf.pkt_len());
@@ -192,7 +192,7 @@ impl TxSinkParts<'_> {
             c: &mut lane.c,
             pcap: self.pcap.as_deref_mut(),
         };
-        if p.flags & Pkt::BYPASS != 0 {
+        if p.flags() & Pkt::BYPASS != 0 {
             sink.c.bypass += 1;
             sink.send(p.mbuf);
         } else {

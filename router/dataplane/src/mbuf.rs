@@ -186,26 +186,94 @@ impl Drop for Mbuf {
     }
 }
 
-/// A queued packet: the mbuf and its classification, in 24 bytes (the
-/// mbuf pointer, the flow hash, the length, the variant, ECN, flags and the
-/// IP header offset), so a ring slot is a third of a cache line and setting
-/// CE needs no second parse.
+/// A queued packet: the mbuf and its classification, in 16 bytes: the mbuf
+/// pointer and one word ([`PktWord`]) holding the length, the variant, ECN,
+/// flags, the IP header's offset and 30 bits of the flow hash.
+///
+/// At 16 bytes the handle moves in two registers. At 24 (pointer, 64-bit
+/// hash, and the small fields), every move went through the stack, and the
+/// copy's wide loads could not be forwarded from the narrower stores that
+/// had just built it: 14-19 % of `Router::run_pipeline`'s samples in the
+/// DropTail profile (router/DPDK.md, "Store-forwarding stalls"). A ring slot
+/// is a quarter of a cache line.
 #[derive(Debug)]
 pub struct Pkt {
     /// The buffer.
     pub mbuf: Mbuf,
-    /// Seeded 5-tuple hash.
-    pub flow_hash: u64,
-    /// Frame length (the whole chain), as counted against limits and rates.
-    pub len: u32,
-    /// Variant of the flow.
-    pub variant: VariantId,
-    /// ECN codepoint.
-    pub ecn: Ecn,
-    /// [`Pkt::FLOW_END`] | [`Pkt::IPV6`].
-    pub flags: u8,
-    /// Offset of the IP header in the frame.
-    pub l3_offset: u8,
+    word: PktWord,
+}
+
+/// The classification part of a [`Pkt`], bit-packed:
+///
+/// | bits | field |
+/// |---|---|
+/// | 0-15 | frame length (the whole chain) in bytes, at most 65,535 |
+/// | 16-21 | the variant's DSCP |
+/// | 22-23 | ECN codepoint |
+/// | 24-31 | flags ([`Pkt::FLOW_END`], [`Pkt::IPV6`], [`Pkt::BYPASS`]) and the rule delay class |
+/// | 32-33 | VLAN tags before the IP header (its offset is 14 + 4 x this) |
+/// | 34-63 | the flow hash's low 30 bits |
+///
+/// 16 bits of length suffice: the router enables no LRO, so a received
+/// frame is at most the port's MTU (jumbo frames included); a longer chain
+/// would be counted as 65,535 bytes. 30 bits of hash keep CHOKe's false
+/// same-flow matches near 1e-9 per comparison and feed the disciplines'
+/// own seeded mixing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PktWord(u64);
+
+impl PktWord {
+    const ECN_SHIFT: u32 = 22;
+    const FLAGS_SHIFT: u32 = 24;
+    const HASH_SHIFT: u32 = 34;
+
+    #[inline(always)]
+    fn pack(len: u32, variant: VariantId, ecn: Ecn, flags: u8, vlans: u8, hash: u64) -> PktWord {
+        PktWord(
+            u64::from(len.min(u32::from(u16::MAX)))
+                | u64::from(variant.dscp() & 63) << 16
+                | u64::from(ecn.bits()) << PktWord::ECN_SHIFT
+                | u64::from(flags) << PktWord::FLAGS_SHIFT
+                | u64::from(vlans & 3) << 32
+                | hash << PktWord::HASH_SHIFT,
+        )
+    }
+
+    #[inline(always)]
+    fn len(self) -> u32 {
+        (self.0 & 0xFFFF) as u32
+    }
+
+    #[inline(always)]
+    fn variant(self) -> VariantId {
+        VariantId::from_dscp((self.0 >> 16) as u8 & 63).unwrap_or(VariantId::UNMARKED)
+    }
+
+    #[inline(always)]
+    fn ecn(self) -> Ecn {
+        Ecn::from_bits((self.0 >> PktWord::ECN_SHIFT) as u8)
+    }
+
+    #[inline(always)]
+    fn set_ecn(&mut self, ecn: Ecn) {
+        self.0 =
+            (self.0 & !(0b11 << PktWord::ECN_SHIFT)) | u64::from(ecn.bits()) << PktWord::ECN_SHIFT;
+    }
+
+    #[inline(always)]
+    fn flags(self) -> u8 {
+        (self.0 >> PktWord::FLAGS_SHIFT) as u8
+    }
+
+    #[inline(always)]
+    fn l3_offset(self) -> usize {
+        14 + 4 * ((self.0 >> 32) & 3) as usize
+    }
+
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        self.0 >> PktWord::HASH_SHIFT
+    }
 }
 
 impl Pkt {
@@ -216,8 +284,8 @@ impl Pkt {
     /// Flag: not IP (ARP...): the egress transmits it around the
     /// discipline (pipeline mode carries such frames over the same rings).
     pub const BYPASS: u8 = 4;
-    /// The rule delay class lives in the top five bits of `flags` (so `Pkt`
-    /// stays 24 bytes); classes 1..=31 (`classify::MAX_RULE_DELAYS`).
+    /// The rule delay class lives in the top five bits of the flags;
+    /// classes 1..=31 (`classify::MAX_RULE_DELAYS`).
     const DELAY_SHIFT: u8 = 3;
 
     /// A handle for a frame that goes around the discipline: no flow, no
@@ -225,13 +293,15 @@ impl Pkt {
     #[inline]
     pub fn bypass(mbuf: Mbuf) -> Pkt {
         Pkt {
-            len: mbuf.pkt_len(),
+            word: PktWord::pack(
+                mbuf.pkt_len(),
+                VariantId::UNMARKED,
+                Ecn::NotEct,
+                Pkt::BYPASS,
+                0,
+                0,
+            ),
             mbuf,
-            flow_hash: 0,
-            variant: VariantId::UNMARKED,
-            ecn: Ecn::NotEct,
-            flags: Pkt::BYPASS,
-            l3_offset: 0,
         }
     }
 
@@ -247,47 +317,56 @@ impl Pkt {
             flags |= Pkt::IPV6;
         }
         flags |= (c.delay_class & 31) << Pkt::DELAY_SHIFT;
+        // The parser puts the IP header after the Ethernet header and at
+        // most two VLAN tags: 14 + 4 x tags.
+        let vlans = (c.l3_offset.saturating_sub(14) / 4) as u8;
         Pkt {
-            len: mbuf.pkt_len(),
+            word: PktWord::pack(mbuf.pkt_len(), c.variant, c.ecn, flags, vlans, c.flow_hash),
             mbuf,
-            flow_hash: c.flow_hash,
-            variant: c.variant,
-            ecn: c.ecn,
-            flags,
-            // The parser puts the IP header within 14 + 2 * 4 bytes.
-            l3_offset: u8::try_from(c.l3_offset).unwrap_or(u8::MAX),
         }
+    }
+
+    /// [`Pkt::FLOW_END`] | [`Pkt::IPV6`] | [`Pkt::BYPASS`] and the delay class.
+    #[inline]
+    pub fn flags(&self) -> u8 {
+        self.word.flags()
+    }
+
+    /// The ECN codepoint.
+    #[inline]
+    pub fn ecn(&self) -> Ecn {
+        self.word.ecn()
     }
 }
 
 impl PacketHandle for Pkt {
     #[inline]
     fn len_bytes(&self) -> u32 {
-        self.len
+        self.word.len()
     }
     #[inline]
     fn flow_hash(&self) -> u64 {
-        self.flow_hash
+        self.word.hash()
     }
     #[inline]
     fn variant(&self) -> VariantId {
-        self.variant
+        self.word.variant()
     }
     #[inline]
     fn ecn_capable(&self) -> bool {
-        self.ecn.is_capable()
+        self.ecn().is_capable()
     }
     fn set_ce(&mut self) -> bool {
-        if !self.ecn.is_capable() {
+        if !self.ecn().is_capable() {
             return false;
         }
-        let version = if self.flags & Pkt::IPV6 != 0 {
+        let version = if self.flags() & Pkt::IPV6 != 0 {
             IpVersion::V6
         } else {
             IpVersion::V4
         };
-        if set_ce_at(self.mbuf.data_mut(), version, usize::from(self.l3_offset)) {
-            self.ecn = Ecn::Ce;
+        if set_ce_at(self.mbuf.data_mut(), version, self.word.l3_offset()) {
+            self.word.set_ecn(Ecn::Ce);
             true
         } else {
             false
@@ -295,11 +374,11 @@ impl PacketHandle for Pkt {
     }
     #[inline]
     fn flow_end(&self) -> bool {
-        self.flags & Pkt::FLOW_END != 0
+        self.flags() & Pkt::FLOW_END != 0
     }
     #[inline]
     fn delay_class(&self) -> u8 {
-        self.flags >> Pkt::DELAY_SHIFT
+        self.flags() >> Pkt::DELAY_SHIFT
     }
 }
 
@@ -443,10 +522,37 @@ mod tests {
     }
 
     #[test]
-    fn handle_is_compact() {
-        // A ring slot of the disciplines is one handle: keep it at 24 bytes
-        // (pointer, hash, length, variant, ECN, flags, IP offset).
-        assert_eq!(std::mem::size_of::<Pkt>(), 24);
-        assert_eq!(std::mem::size_of::<Option<Pkt>>(), 24);
+    fn handle_is_two_words() {
+        // Two words move in registers; a ring slot is a quarter cache line.
+        assert_eq!(std::mem::size_of::<Pkt>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Pkt>>(), 16);
+    }
+
+    #[test]
+    fn packed_fields_read_back_as_written() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..10_000u32 {
+            x = tollgate_router::flow::mix64(x);
+            let len = (x as u32) & 0x1_FFFF; // also above 65,535
+            let variant = VariantId::from_dscp((x >> 20) as u8 & 63).unwrap();
+            let ecn = Ecn::from_bits((x >> 28) as u8);
+            let flags = (x >> 30) as u8;
+            let vlans = (i % 3) as u8;
+            let hash = tollgate_router::flow::mix64(x ^ 7);
+            let mut w = PktWord::pack(len, variant, ecn, flags, vlans, hash);
+            assert_eq!(w.len(), len.min(65_535));
+            assert_eq!(w.variant(), variant);
+            assert_eq!(w.ecn(), ecn);
+            assert_eq!(w.flags(), flags);
+            assert_eq!(w.l3_offset(), 14 + 4 * usize::from(vlans));
+            assert_eq!(w.hash(), hash & ((1 << 30) - 1));
+            w.set_ecn(Ecn::Ce);
+            assert_eq!(w.ecn(), Ecn::Ce);
+            assert_eq!(
+                (w.len(), w.variant(), w.flags(), w.hash()),
+                (len.min(65_535), variant, flags, hash & ((1 << 30) - 1)),
+                "setting CE leaves the other fields"
+            );
+        }
     }
 }

@@ -17,7 +17,7 @@
 //! - A [`Worker`] owns a fixed set of (port, RX queue) pairs, stamps
 //!   synthetic frames, takes the L2 decision, classifies with its own copy
 //!   of the port's [`Ingress`] (same rules, same hash seed), and enqueues
-//!   the 24-byte [`Pkt`] handle, by value, on the ring of the egress port.
+//!   the 16-byte [`Pkt`] handle, by value, on the ring of the egress port.
 //! - Each ring has exactly one producer (its worker) and one consumer (the
 //!   egress port's scheduler): `RING_F_SP_ENQ | RING_F_SC_DEQ`, no atomic
 //!   read-modify-write on either side.
