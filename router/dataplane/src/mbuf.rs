@@ -187,7 +187,7 @@ impl Drop for Mbuf {
 }
 
 /// A queued packet: the mbuf and its classification, in 16 bytes: the mbuf
-/// pointer and one word ([`PktWord`]) holding the length, the variant, ECN,
+/// pointer and one word (`PktWord`) holding the length, the variant, ECN,
 /// flags, the IP header's offset and 30 bits of the flow hash.
 ///
 /// At 16 bytes the handle moves in two registers. At 24 (pointer, 64-bit
