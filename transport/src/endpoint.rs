@@ -500,21 +500,13 @@ impl Endpoint {
                     .as_ref()
                     .filter(|_| self.conns.len() < self.options.max_connections);
                 let Some((base, defaults)) = server else {
-                    self.stats.refused += 1;
-                    self.scratch.clear();
-                    let t = self.proto.refuse(incoming, &mut self.scratch);
-                    self.queue_response(t);
-                    return;
+                    return self.refuse(incoming);
                 };
                 let defaults = defaults.clone();
                 // Validated by set_server, so this only fails on a race with a
                 // registry change; refuse rather than panic.
                 let Ok(cca) = CcaHandle::new(&defaults.cca) else {
-                    self.stats.refused += 1;
-                    self.scratch.clear();
-                    let t = self.proto.refuse(incoming, &mut self.scratch);
-                    self.queue_response(t);
-                    return;
+                    return self.refuse(incoming);
                 };
                 let mut cfg = base.clone();
                 cfg.transport_config(defaults.transport(&cca));
@@ -542,6 +534,15 @@ impl Endpoint {
                 }
             }
         }
+    }
+
+    /// Refuse an incoming connection (counted) and queue quinn-proto's
+    /// CONNECTION_CLOSE for its client.
+    fn refuse(&mut self, incoming: quinn_proto::Incoming) {
+        self.stats.refused += 1;
+        self.scratch.clear(); // see handle_datagram_owned
+        let t = self.proto.refuse(incoming, &mut self.scratch);
+        self.queue_response(t);
     }
 
     fn queue_response(&mut self, t: quinn_proto::Transmit) {

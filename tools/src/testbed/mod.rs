@@ -162,11 +162,11 @@ pub fn router_config(
     let max_half = specs.iter().map(half_rtt_ns).max().unwrap_or(0);
     // A delay class holds what its flows have in flight past the router:
     // at most their windows, which the BDP at the longest RTT plus the
-    // buffer bound, twice that for slow start's overshoot. Packets arrive
-    // at the veth's rate, not the bottleneck's: sized by the bottleneck
-    // rate times the delay, the line overflowed in slow start at 1 Gbit/s. At
-    // most half the mbuf pool; beyond it the pool runs dry first, and
-    // that loss is counted too (losses.rs).
+    // buffer bound, twice that for slow start's overshoot. (Sized as the
+    // bottleneck rate times the delay alone, the delay line overflowed in
+    // slow start at 1 Gbit/s: packets arrive at the veth's rate, not the
+    // bottleneck's.) At most 32,768, half the 65,535-mbuf pool; beyond it
+    // the pool runs dry first, and that loss is counted too (losses.rs).
     let bdp_packets = s.bottleneck_rate_bps / 8.0 / 1500.0 * (2 * max_half) as f64 / 1e9;
     let in_flight = bdp_packets + f64::from(s.router.buffer_packets);
     let delay_capacity = (2.0 * in_flight).ceil().clamp(1024.0, 32768.0) as u64;
