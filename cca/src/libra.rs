@@ -391,7 +391,7 @@ impl CongestionControl for Libra {
 
     fn stats(&self) -> Stats {
         let (capacity, source) = self.capacity();
-        self.core.stats(vec![
+        let mut details = vec![
             ("alpha", StatValue::Num(self.alpha())),
             ("penalty", StatValue::Num(self.penalty())),
             ("capacity_mbps", StatValue::Num(capacity / 1e6)),
@@ -401,7 +401,22 @@ impl CongestionControl for Libra {
                 "capprobe_rejected",
                 StatValue::Num(self.probe.rejected() as f64),
             ),
-        ])
+        ];
+        // The kept pair, once there is one: its ACK gap and how far its delay
+        // sum lies above the floor (a pair far above it carried queueing or
+        // timing noise, and so does its gap).
+        if let (Some(gap), Some(excess)) = (self.probe.kept_dispersion(), self.probe.kept_excess())
+        {
+            details.push((
+                "capprobe_dispersion_us",
+                StatValue::Num(gap.as_secs_f64() * 1e6),
+            ));
+            details.push((
+                "capprobe_excess_us",
+                StatValue::Num(excess.as_secs_f64() * 1e6),
+            ));
+        }
+        self.core.stats(details)
     }
 
     fn clone_box(&self) -> Box<dyn CongestionControl> {
