@@ -619,15 +619,36 @@ struct FloodRun {
     stalled_ms: f64,
 }
 
+/// The bottleneck rate of a flood run, in Mbit/s; the flood offers 1.5x it.
+#[derive(Clone, Copy)]
+struct FloodRate(u32);
+
+impl FloodRate {
+    /// The least the flood must offer for a valid run: 140 of its 150 %.
+    fn offered_min_mbps(self) -> f64 {
+        f64::from(self.0) * 1.4
+    }
+}
+
 /// Run tools/scenarios/testbed-flood.toml under `discipline` (its documented
-/// defaults: no discipline key is set) and check the run itself.
-fn flood_run(discipline: &'static str) -> FloodRun {
-    let dir = scratch(&format!("testbed-flood-{discipline}"));
-    let scenario = FLOOD.replace(
+/// defaults: no discipline key is set) at `rate` and check the run itself.
+fn flood_run(discipline: &'static str, rate: FloodRate) -> FloodRun {
+    let dir = scratch(&format!("testbed-flood-{discipline}-{}", rate.0));
+    let mut scenario = FLOOD.replace(
         "discipline = \"droptail\"",
         &format!("discipline = \"{discipline}\""),
     );
     assert!(scenario.contains(&format!("discipline = \"{discipline}\"")));
+    if rate.0 != 100 {
+        let (link, flood) = (
+            format!("rate = \"{}Mbit\"", rate.0),
+            format!("cbr(rate={}Mbit)", rate.0 * 3 / 2),
+        );
+        scenario = scenario
+            .replace("rate = \"100Mbit\"", &link)
+            .replace("cbr(rate=150Mbit)", &flood);
+        assert!(scenario.contains(&link) && scenario.contains(&flood));
+    }
     let run = run_testbed(&dir, &scenario, &[]);
     let code = run.0;
     let r = results_of(&dir, "testbed-flood", &run);
@@ -677,7 +698,7 @@ fn flood_run(discipline: &'static str) -> FloodRun {
         .iter()
         .max_by_key(|p| p.received)
         .expect("router ports");
-    if invalid.is_none() && flood_sent_mbps < FLOOD_OFFERED_MIN {
+    if invalid.is_none() && flood_sent_mbps < rate.offered_min_mbps() {
         invalid = Some(format!(
             "the flood offered only {flood_sent_mbps:.1} Mbit/s"
         ));
@@ -699,8 +720,82 @@ fn flood_run(discipline: &'static str) -> FloodRun {
     }
 }
 
-/// The least the flood must offer (of its 150 Mbit/s) for a valid run.
-const FLOOD_OFFERED_MIN: f64 = 140.0;
+/// The three disciplines' flood runs at `rate`, each repeated once if it
+/// was invalid (said on stdout), and their table printed.
+fn flood_runs(rate: FloodRate) -> Vec<FloodRun> {
+    // The comparison needs every flow to complete and the flood at its
+    // rate in every run. On a loaded host neither is certain: the
+    // (debug-built) flood sender once offered only ~115 of 150 Mbit/s
+    // (DropTail then left TCP 6 Mbit/s), and a TCP flow starved into RTO
+    // backoff once could not deliver its last data within the load
+    // generator's 5 s grace after the end. Such a run is repeated once; a
+    // second invalid run fails the test.
+    let runs: Vec<FloodRun> = ["droptail", "choke", "cebinae"]
+        .into_iter()
+        .map(|d| {
+            let r = flood_run(d, rate);
+            let Some(why) = &r.invalid else {
+                return r;
+            };
+            println!(
+                "RETRY {d}: {why} (TCP {:.2}, flood goodput {:.2} Mbit/s)",
+                r.tcp_mbps, r.flood_mbps
+            );
+            flood_run(d, rate)
+        })
+        .collect();
+    println!(
+        "{} Mbit/s: discipline  TCP Mbit/s  flood Mbit/s  flood offered Mbit/s  router stalled ms  bottleneck drops",
+        rate.0
+    );
+    for r in &runs {
+        println!(
+            "{:<10}  {:>10.2}  {:>12.2}  {:>20.1}  {:>17.0}  {:?}",
+            r.discipline, r.tcp_mbps, r.flood_mbps, r.flood_sent_mbps, r.stalled_ms, r.drops
+        );
+    }
+    for r in &runs {
+        assert_eq!(r.invalid, None, "{}: invalid twice", r.discipline);
+        // A sanity bound only: a shared host may take the router's CPU for
+        // seconds per run (`stalled_ms` in router.out).
+        assert!(
+            r.tcp_mbps + r.flood_mbps > f64::from(rate.0) / 2.0,
+            "{}: the bottleneck carried only {:.1} Mbit/s of goodput",
+            r.discipline,
+            r.tcp_mbps + r.flood_mbps
+        );
+    }
+    runs
+}
+
+/// Issue 12, test 3, the version that gates CI: the flood scenario at a
+/// 20 Mbit/s bottleneck with a 30 Mbit/s flood (still 1.5x), a load this
+/// 2-core VM carries with debug builds while it runs other work. CHOKe and
+/// Cebinae (documented defaults) must each give the kernel TCP flow at
+/// least twice its DropTail goodput *and* 0.5 Mbit/s (2.5 % of the
+/// bottleneck) more. Measured with release builds, 4 rounds with
+/// `nice`d simulations on both CPUs: TCP under DropTail 0.18-0.24, CHOKe
+/// 1.39-1.57, Cebinae 3.27-3.63 Mbit/s. The 100 Mbit/s version below
+/// remains for quiet hosts.
+#[test]
+fn choke_and_cebinae_protect_tcp_against_a_flood_at_20_mbit() {
+    const NAME: &str = "choke_and_cebinae_protect_tcp_against_a_flood_at_20_mbit";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = unavailable() {
+        return skip(NAME, &r);
+    }
+    let runs = flood_runs(FloodRate(20));
+    let droptail = runs[0].tcp_mbps;
+    for r in &runs[1..] {
+        assert!(
+            r.tcp_mbps >= 2.0 * droptail && r.tcp_mbps >= droptail + 0.5,
+            "{}: TCP got {:.2} Mbit/s, DropTail {droptail:.2} Mbit/s (router stalled {:.0} ms)",
+            r.discipline,
+            r.tcp_mbps,
+            r.stalled_ms
+        );
+    }
+}
 
 /// Issue 12, test 3: CHOKe and Cebinae (at their documented defaults)
 /// protect a kernel TCP CUBIC flow against an unresponsive 150 Mbit/s
@@ -715,7 +810,8 @@ const FLOOD_OFFERED_MIN: f64 = 140.0;
 /// flood", has the measurements: on the shared 2-core development VM this
 /// test passed 6 of 16 times (router CPU stalls, a flood sender that cannot
 /// pace 150 Mbit/s in a debug build); it needs a host with CPUs to spare.
-/// So it does not gate CI: run it on a quiet host with
+/// So it does not gate CI (the 20 Mbit/s version above does): run it on a
+/// quiet host with
 /// `cargo test --release -p tollgate-tests --features dpdk --test testbed -- --ignored`.
 #[test]
 #[ignore = "timing-sensitive (passed 6 of 16 runs on the shared 2-core VM); run with --ignored on a quiet host"]
@@ -725,47 +821,7 @@ fn choke_and_cebinae_protect_tcp_against_a_flood_better_than_droptail() {
     if let Some(r) = unavailable() {
         return skip(NAME, &r);
     }
-    // The comparison needs every flow to complete and the flood at its
-    // rate in every run. On this loaded host neither is certain: the
-    // (debug-built) flood sender once offered only ~115 Mbit/s (DropTail
-    // then left TCP 6 Mbit/s), and a TCP flow starved into RTO backoff
-    // once could not deliver its last data within the load generator's
-    // 5 s grace after the end. Such a run is repeated once, said on stdout;
-    // a second invalid run fails the test.
-    let runs: Vec<FloodRun> = ["droptail", "choke", "cebinae"]
-        .into_iter()
-        .map(|d| {
-            let r = flood_run(d);
-            let Some(why) = &r.invalid else {
-                return r;
-            };
-            println!(
-                "RETRY {d}: {why} (TCP {:.2}, flood goodput {:.2} Mbit/s)",
-                r.tcp_mbps, r.flood_mbps
-            );
-            flood_run(d)
-        })
-        .collect();
-    println!(
-        "discipline  TCP Mbit/s  flood Mbit/s  flood offered Mbit/s  router stalled ms  bottleneck drops"
-    );
-    for r in &runs {
-        println!(
-            "{:<10}  {:>10.2}  {:>12.2}  {:>20.1}  {:>17.0}  {:?}",
-            r.discipline, r.tcp_mbps, r.flood_mbps, r.flood_sent_mbps, r.stalled_ms, r.drops
-        );
-    }
-    for r in &runs {
-        assert_eq!(r.invalid, None, "{}: invalid twice", r.discipline);
-        // A sanity bound only: on this shared 2-core host the router loses
-        // its CPU for seconds per run (`stalled_ms` in router.out).
-        assert!(
-            r.tcp_mbps + r.flood_mbps > 50.0,
-            "{}: the bottleneck carried only {:.1} Mbit/s of goodput",
-            r.discipline,
-            r.tcp_mbps + r.flood_mbps
-        );
-    }
+    let runs = flood_runs(FloodRate(100));
     let droptail = runs[0].tcp_mbps;
     let (choke, cebinae) = (&runs[1], &runs[2]);
     assert!(
