@@ -174,12 +174,20 @@ fn newreno_short_rtt_flow_gets_well_over_twice_the_long_one() {
 /// passed (47.6 vs 47.3 Mbit/s, while 1 BDP gave 70 vs 25 and 0.2 BDP 73 vs
 /// 22). With host jitter (tools/docs/droptail-drops.md: without it drop-tail
 /// losses were decided by sub-microsecond arrival phase) 0.5 BDP gives 58.9
-/// vs 36.0 Mbit/s (1.64x). Why the drop-tail queue still hits the long flow
-/// more than a TCP simulator does, and whether Libra's claim holds, is the
-/// open question of the reproduction issue. Run with `--ignored` to see the
-/// current figures.
+/// vs 36.0 Mbit/s (1.64x).
+///
+/// What holds instead is a long-window, many-seed claim (2026-11-23): with
+/// random starts in the first second and measured over 60-300 s, the mean
+/// short/long ratio over 5 seeds is 1.18-1.33 at the four buffers (`tollgate
+/// reproduce libra`, capacity-configured rows; single seeds 0.81-1.95), but
+/// over this test's 20-120 s with both flows starting at 0 the geometric
+/// means of 5 seeds are 0.82 / 2.17 / 1.67 / 2.87: Libra converges over
+/// many sawtooth cycles (the penalty P slows growth under a standing
+/// queue), so 100 s measure mostly its approach. A gating test of the
+/// long-window claim would take several 300-s runs per buffer, too long for
+/// CI. Run with `--ignored` to see the current figures.
 #[test]
-#[ignore = "Libra's RTT fairness does not hold in Tollgate yet (tools/docs/droptail-drops.md)"]
+#[ignore = "Libra converges slowly: 20-120 s windows give 1.7-2.9x; the 300-s, 5-seed means are within 1.33x (tools/reproduce/REPORT.md)"]
 fn libra_flows_with_10_and_100_ms_rtt_come_within_1_5x_at_every_buffer() {
     let mut failures = Vec::new();
     for buffer in ["0.2bdp", "0.5bdp", "1bdp", "2bdp"] {
