@@ -319,7 +319,13 @@ pub fn run(
         };
         if let Some(r) = &out.report {
             x.window_limited = Some(r.window_limited());
-            x.min_rtt_ms = (!r.rtt_us.is_empty()).then(|| r.rtt_us.min() as f64 / 1e3);
+            // The connection's least RTT sample, the handshake's included
+            // (quinn-proto's path `min_rtt`, like quiche's and tcp_info's): a
+            // flow that starts behind others may send no data packet through
+            // an empty queue, so its data packets' minimum would be queueing
+            // as well as path. Only once there are samples (before any,
+            // quinn-proto holds its initial guess there).
+            x.min_rtt_ms = (!r.rtt_us.is_empty()).then(|| r.quic.path.min_rtt.as_secs_f64() * 1e3);
         }
         if let Some(rtt) = out.quiche_rtt {
             x.min_rtt_ms = Some(rtt.as_secs_f64() * 1e3);
