@@ -325,7 +325,8 @@ pub fn run(
             // an empty queue, so its data packets' minimum would be queueing
             // as well as path. Only once there are samples (before any,
             // quinn-proto holds its initial guess there).
-            x.min_rtt_ms = (!r.rtt_us.is_empty()).then(|| r.quic.path.min_rtt.as_secs_f64() * 1e3);
+            x.min_rtt_ms =
+                (!r.rtt_us.is_empty()).then_some(r.quic.path.min_rtt.as_secs_f64() * 1e3);
         }
         if let Some(rtt) = out.quiche_rtt {
             x.min_rtt_ms = Some(rtt.as_secs_f64() * 1e3);
