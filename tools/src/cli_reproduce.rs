@@ -24,14 +24,16 @@ Then <out>/REPORT.md puts each published row beside our mean and 95 % interval w
 and <out>/<experiment>/rows.svg plots ours relative to the published numbers.
 
 Resumable: finished runs are kept; after Ctrl-C (exit 130, the report is written from what \
-finished) the same command runs only what is missing. Changing --seeds or --quick for an \
+finished) the same command runs only what is missing, and --report-only rewrites the report \
+from what finished without starting any run. Changing --seeds or --quick for an \
 existing --out is refused: give another --out.
 
 Examples:
   tollgate reproduce --list
   tollgate reproduce tax                 # one experiment, 5 seeds
   tollgate reproduce --all --quick       # every experiment, short runs (what CI runs)
-  tollgate reproduce libra --seeds 10 -j 8"
+  tollgate reproduce libra --seeds 10 -j 8
+  tollgate reproduce --all --report-only # the report of what finished so far, no runs"
 )]
 pub struct ReproduceArgs {
     /// Experiments to run (see --list).
@@ -59,6 +61,11 @@ pub struct ReproduceArgs {
     /// from).
     #[arg(long, value_name = "DIR")]
     pub experiments: Option<PathBuf>,
+    /// Start no run: write the report from the runs of --out that finished
+    /// (a long campaign's state so far; rows of missing runs say how many
+    /// seeds they have, or "no data").
+    #[arg(long)]
+    pub report_only: bool,
     #[command(flatten)]
     pub pool: PoolArgs,
 }
@@ -152,7 +159,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     };
     let prepared = reproduce::prepare(&chosen, &opts)?;
     let total: usize = prepared.iter().map(|p| p.campaign.runs.len()).sum();
-    let todo: Vec<ChildRun> = prepared
+    let unfinished: Vec<ChildRun> = prepared
         .iter()
         .flat_map(|p| {
             p.campaign
@@ -168,8 +175,19 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
                 })
         })
         .collect();
-    let before = total - todo.len();
-    if !a.pool.quiet {
+    let before = total - unfinished.len();
+    let todo = if a.report_only {
+        if !a.pool.quiet && !unfinished.is_empty() {
+            eprintln!(
+                "--report-only: {} of {total} runs not finished are left out of the report",
+                unfinished.len()
+            );
+        }
+        Vec::new()
+    } else {
+        unfinished
+    };
+    if !a.pool.quiet && !a.report_only {
         eprintln!(
             "reproduce {}: {total} runs, {before} already finished, {} to run, {} at a time; results in {}",
             chosen

@@ -27,6 +27,11 @@ fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/reproduce")
 }
 
+/// `<out>/reproduce.json`.
+fn report_json(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap()).unwrap()
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -96,9 +101,7 @@ fn every_shipped_experiment_runs_quick_and_its_report_follows_from_the_numbers()
         shipped().to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap())
-            .unwrap();
+    let report = report_json(&out);
     let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
     let exps = report["experiments"].as_array().unwrap();
     let mut names: Vec<String> = std::fs::read_dir(shipped())
@@ -205,6 +208,36 @@ fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
         "--experiments",
         exps.to_str().unwrap(),
     ];
+    let mut only = args.to_vec();
+    only.push("--report-only");
+
+    // --report-only before any run: no run starts, every row is missing
+    // both seeds (of its scenario and of its baseline, if it has one) and a
+    // published row has no data.
+    let o = run(&only);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("2 of 2 runs not finished are left out"),
+        "{}",
+        text(&o)
+    );
+    let empty = report_json(&out);
+    for r in empty["experiments"][0]["rows"].as_array().unwrap() {
+        let with_baseline = r["metric"].as_str().unwrap().contains("÷ same in");
+        let seeds = if with_baseline { 4 } else { 2 };
+        assert_eq!(r["missing"].as_u64(), Some(seeds), "{r}");
+        if !r["published"].is_null() {
+            assert_eq!(r["verdict"].as_str(), Some("no_data"), "{r}");
+        }
+    }
+    for seed in ["seed-1", "seed-2"] {
+        let res = out
+            .join("fixture/twin/default")
+            .join(seed)
+            .join("results.json");
+        assert!(!res.exists(), "--report-only ran {}", res.display());
+    }
+
     let o = run(&args);
     assert!(o.status.success(), "{}", text(&o));
     let json = std::fs::read_to_string(out.join("reproduce.json")).unwrap();
@@ -230,6 +263,11 @@ fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
     assert!(out.join("fixture/twin/campaign.json").is_file());
     let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
     assert!(md.contains("**2 reproduced, 1 differ**"), "{md}");
+    // Rows, reproduced, differ, no data, measured.
+    assert!(
+        md.contains("| [fixture](#fixture) | 4 | 2 | 1 | 0 | 1 |"),
+        "{md}"
+    );
 
     // Again: nothing left to run, the same numbers.
     let o = run(&args);
@@ -239,10 +277,14 @@ fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
         "{}",
         text(&o)
     );
-    let again: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap())
-            .unwrap();
+    let again = report_json(&out);
     assert_eq!(again["experiments"], report["experiments"]);
+    // --report-only now: the same report, nothing said missing.
+    let o = run(&only);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("left out"), "{}", text(&o));
+    let from_disk = report_json(&out);
+    assert_eq!(from_disk["experiments"], report["experiments"]);
 
     // Other seeds for the same --out: refused, the results kept.
     let mut more = args.to_vec();

@@ -138,17 +138,16 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
     );
     let _ = writeln!(
         md,
-        "| experiment | rows | reproduced | differ | measured |\n|---|---:|---:|---:|---:|"
+        "| experiment | rows | reproduced | differ | no data | measured |\n|---|---:|---:|---:|---:|---:|"
     );
     for (exp, _, rows) in results {
         let (r, d, n, m) = counts(rows.iter());
         let _ = writeln!(
             md,
-            "| [{}](#{}) | {} | {r} | {} | {m} |",
+            "| [{}](#{}) | {} | {r} | {d} | {n} | {m} |",
             exp.name,
             exp.name,
             rows.len(),
-            d + n
         );
     }
     for (exp, seeds, rows) in results {
