@@ -645,16 +645,15 @@ fn flood_run(discipline: &'static str, rate: FloodRate) -> FloodRun {
         &format!("discipline = \"{discipline}\""),
     );
     assert!(scenario.contains(&format!("discipline = \"{discipline}\"")));
-    if rate.0 != 100 {
-        let (link, flood) = (
-            format!("rate = \"{}Mbit\"", rate.0),
-            format!("cbr(rate={}Mbit)", rate.0 * 3 / 2),
-        );
-        scenario = scenario
-            .replace("rate = \"100Mbit\"", &link)
-            .replace("cbr(rate=150Mbit)", &flood);
-        assert!(scenario.contains(&link) && scenario.contains(&flood));
-    }
+    // The shipped file's 100 Mbit/s and 150 Mbit/s flood, set to `rate`.
+    let (link, flood) = (
+        format!("rate = \"{}Mbit\"", rate.0),
+        format!("cbr(rate={}Mbit)", rate.0 * 3 / 2),
+    );
+    scenario = scenario
+        .replace("rate = \"100Mbit\"", &link)
+        .replace("cbr(rate=150Mbit)", &flood);
+    assert!(scenario.contains(&link) && scenario.contains(&flood));
     let run = run_testbed(&dir, &scenario, &[]);
     let code = run.0;
     let r = results_of(&dir, "testbed-flood", &run);
