@@ -86,4 +86,7 @@ impl<P: PacketHandle> Qdisc<P> for AnyQdisc<P> {
     fn name(&self) -> &'static str {
         each!(self, q => q.name())
     }
+    fn reads_flow_hash(&self) -> bool {
+        each!(self, q => q.reads_flow_hash())
+    }
 }

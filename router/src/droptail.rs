@@ -153,6 +153,10 @@ impl<P: PacketHandle> Qdisc<P> for DropTail<P> {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn reads_flow_hash(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -393,6 +393,13 @@ pub trait Qdisc<P: PacketHandle> {
     }
     /// The discipline's name (`droptail`, `red`, ...).
     fn name(&self) -> &'static str;
+    /// Whether the discipline reads [`PacketHandle::flow_hash`]. A port
+    /// whose discipline does not (DropTail, RED) skips hashing each frame on
+    /// the dataplane's fast path ([`crate::port::Ingress::classify_compact`]).
+    /// Default: it does.
+    fn reads_flow_hash(&self) -> bool {
+        true
+    }
 }
 
 impl<P: PacketHandle, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
@@ -416,6 +423,9 @@ impl<P: PacketHandle, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
     }
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+    fn reads_flow_hash(&self) -> bool {
+        (**self).reads_flow_hash()
     }
 }
 

@@ -424,4 +424,8 @@ impl<P: PacketHandle> Qdisc<P> for Red<P> {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn reads_flow_hash(&self) -> bool {
+        false
+    }
 }

@@ -369,13 +369,11 @@ impl Router {
             (Some(pl), Some(first)) => {
                 let ports: Vec<u16> = devs.iter().map(|d| d.eth.id).collect();
                 let peers: Vec<usize> = devs.iter().map(|d| d.peer_lane).collect();
-                Some(Pipeline::new(
-                    cfg,
-                    pl,
-                    &ports,
-                    &peers,
-                    first.port.ingress(),
-                )?)
+                // Workers classify for every egress: they hash when any
+                // egress discipline reads the hash.
+                let hash = lanes.iter().any(|l| l.port.qdisc().reads_flow_hash());
+                let ingress = first.port.ingress().clone().with_flow_hash(hash);
+                Some(Pipeline::new(cfg, pl, &ports, &peers, &ingress)?)
             }
             _ => None,
         };

@@ -4,13 +4,18 @@
 use std::time::Duration;
 
 use tollgate_cca::{Time, VariantId};
+use tollgate_router::cebinae::CebinaeConfig;
+use tollgate_router::choke::ChokeConfig;
 use tollgate_router::classify::Classifier;
 use tollgate_router::delay::DelayConfig;
 use tollgate_router::droptail::{DropTail, DropTailConfig};
+use tollgate_router::fq::FqConfig;
 use tollgate_router::packet::{build, FlowKey, PROTO_UDP};
 use tollgate_router::port::{Port, Sink};
+use tollgate_router::red::RedConfig;
+use tollgate_router::rrmqs::RrmqsConfig;
 use tollgate_router::shaper::ShaperConfig;
-use tollgate_router::{DropReason, PacketMeta, Qdisc};
+use tollgate_router::{AnyQdisc, DisciplineConfig, DropReason, PacketMeta, Qdisc};
 
 use crate::common::vpkt;
 
@@ -220,7 +225,9 @@ fn rule_delay_applies_to_exactly_its_packets() {
 fn compact_classification_matches_the_full_one() {
     // classify_compact (IPv4 fast path without rules, general path with
     // rules or other shapes) gives the same hash, variant, ECN, length and
-    // flow end as classify, and counts the same parse outcomes.
+    // flow end as classify, and counts the same parse outcomes; on a port
+    // whose discipline does not read the flow hash (DropTail, RED) it skips
+    // the hash (0) and gives the rest the same.
     use tollgate_router::classify::Rule;
     use tollgate_router::packet::PROTO_TCP;
     let mut frames = Vec::new();
@@ -251,29 +258,43 @@ fn compact_classification_matches_the_full_one() {
     let mut arp = build::udp4(&FlowKey::default(), 0, 10);
     arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
     frames.push(arp);
-    for rules in [
-        Vec::new(),
-        vec![Rule::any(VariantId::from_dscp(7).unwrap())],
-    ] {
+    let disciplines = [
+        (DisciplineConfig::DropTail(DropTailConfig::default()), false),
+        (DisciplineConfig::Red(RedConfig::default()), false),
+        (DisciplineConfig::Choke(ChokeConfig::default()), true),
+        (DisciplineConfig::Cebinae(CebinaeConfig::default()), true),
+        (DisciplineConfig::Rrmqs(RrmqsConfig::default()), true),
+        (DisciplineConfig::Fq(FqConfig::default()), true),
+    ];
+    for ((discipline, reads_hash), rules) in disciplines.iter().flat_map(|d| {
+        [
+            Vec::new(),
+            vec![Rule::any(VariantId::from_dscp(7).unwrap())],
+        ]
+        .map(|r| (d, r))
+    }) {
         let mk = || {
             Port::new(
                 Classifier::new(rules.clone(), true),
                 9,
                 &DelayConfig::default(),
-                DropTail::<PacketMeta>::new(&DropTailConfig::default()).unwrap(),
+                AnyQdisc::<PacketMeta>::new(discipline).unwrap(),
                 &ShaperConfig::default(),
             )
             .unwrap()
         };
         let (mut a, mut b) = (mk(), mk());
+        assert_eq!(a.qdisc().reads_flow_hash(), *reads_hash);
+        let mut hashed = 0;
         for f in &frames {
             let full = a.classify(f);
             let compact = b.classify_compact(f);
             match (full, compact) {
                 (Ok(m), Ok(c)) => {
+                    hashed += usize::from(m.flow_hash != 0);
                     assert_eq!(
                         (
-                            m.flow_hash,
+                            if *reads_hash { m.flow_hash } else { 0 },
                             m.variant,
                             m.ecn,
                             m.len,
@@ -297,5 +318,8 @@ fn compact_classification_matches_the_full_one() {
         }
         assert_eq!(a.parse_stats(), b.parse_stats());
         assert_eq!(a.counters(), b.counters());
+        // The full classification always hashes, so the skipped hash above
+        // is a real difference.
+        assert!(hashed >= 128, "{hashed} frames hashed");
     }
 }
