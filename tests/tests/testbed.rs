@@ -11,21 +11,25 @@
 //!   below its emulated RTT and at most 2 ms above it (the router's per-rule
 //!   delay classes); the 100 ms flow, whose first round trips meet the 10 ms
 //!   flow's standing queue, at most 5 ms above (see the test).
+//! - A parking lot of three links (tools/scenarios/testbed-parking-lot.toml):
+//!   each flow crosses its links and no other, at its emulated RTT, every
+//!   link filled, every egress exact.
 //! - A quiche flow beside a Tollgate QUIC flow gets its emulated RTT.
 //! - A `[testbed]` table's hosts (namespaces the test builds, reached with
 //!   `ip netns exec NS sh -c` as `ssh` reaches a real host) and router
 //!   ports (vdevs; PCI addresses on real NICs) run the scenario.
 //! - The same scenario (`tools/scenarios/sim-vs-testbed.toml`) through
 //!   `tollgate sim` (seeds 1-3) and `tollgate testbed`: the same order of
-//!   flows and Jain's indices within 0.1.
+//!   flows and Jain's indices within 0.1; the same for a parking lot
+//!   (`tools/scenarios/sim-vs-testbed-parking-lot.toml`).
 //! - Router fairness against a flood (`tools/scenarios/testbed-flood.toml`):
 //!   a kernel TCP CUBIC flow against a 150 Mbit/s `cbr` Tollgate QUIC flood
 //!   on 100 Mbit/s; CHOKe and Cebinae at their defaults give TCP more
 //!   goodput than DropTail.
 //! - Teardown: after the run no namespace, veth, DPDK runtime directory,
 //!   pid file or process of the run is left; after SIGKILL of a running
-//!   testbed its children die with it, and `tollgate testbed --cleanup`
-//!   removes the namespaces and veths it left.
+//!   testbed (a parking lot) its children die with it, and `tollgate
+//!   testbed --cleanup` removes the namespaces, bridges and veths it left.
 //!
 //! The binaries: `$TOLLGATE_BIN` / `$TOLLGATE_ROUTER_BIN`, else the ones
 //! cargo built next to this test (`cargo test --workspace --features
@@ -33,6 +37,7 @@
 //! or the tools each test prints `SKIP:` (and fails under `CI=true`).
 #![cfg(feature = "dpdk")]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -41,6 +46,7 @@ use std::time::{Duration, Instant};
 use tollgate_tests::netns::have;
 use tollgate_tests::router_run::{require_root, router_bin, scratch};
 use tollgate_tests::skip;
+use tollgate_tools::compare;
 use tollgate_tools::results::{self, Results};
 use tollgate_tools::testbed::netns as tbnet;
 
@@ -114,9 +120,12 @@ fn remains_of(id: u32) -> Vec<String> {
             left.push(format!("namespace {ns}"));
         }
     }
-    for l in [&n.client_veth, &n.server_veth] {
-        if Path::new("/sys/class/net").join(l).exists() {
-            left.push(format!("veth {l}"));
+    // The dumbbell's veths, a parking lot's bridges and veths: every link
+    // whose name carries the run id.
+    for e in std::fs::read_dir("/sys/class/net").unwrap().flatten() {
+        let l = e.file_name().to_string_lossy().to_string();
+        if tbnet::run_id(&l) == Some(id) {
+            left.push(format!("link {l}"));
         }
     }
     let dpdk = Path::new(tbnet::DPDK_RUN_DIR).join(&n.file_prefix);
@@ -247,6 +256,158 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
 
     // Nothing of the run is left.
     let id = testbed_id(&dir.join("results/testbed-dumbbell/testbed/router.toml"));
+    assert_eq!(remains_of(id), Vec::<String>::new());
+}
+
+const PARKING_LOT: &str = include_str!("../../tools/scenarios/testbed-parking-lot.toml");
+
+/// Bytes each router egress sent per variant (its `variants` line in the
+/// router's report), by the egress's name in results.json: device
+/// `net_af_packet<i>` is link `i / 2 + 1`'s forward egress for odd `i`, its
+/// reverse egress for even `i`.
+fn variant_bytes_per_egress(router_out: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let mut m = BTreeMap::new();
+    for line in router_out.lines() {
+        let Some(rest) = line.strip_prefix("variants ") else {
+            continue;
+        };
+        let mut lane = None;
+        let mut bytes = BTreeMap::new();
+        for (k, v) in rest.split_whitespace().filter_map(|t| t.split_once('=')) {
+            if k == "port" {
+                let i: usize = v.trim_start_matches("net_af_packet").parse().unwrap();
+                lane = Some(format!(
+                    "{}{}",
+                    if i % 2 == 1 { "fwd" } else { "rev" },
+                    i / 2 + 1
+                ));
+            } else {
+                bytes.insert(k.to_string(), v.parse::<u64>().unwrap());
+            }
+        }
+        m.insert(lane.expect("port= in a variants line"), bytes);
+    }
+    m
+}
+
+/// A parking lot through the router (tools/scenarios/testbed-parking-lot.toml):
+/// three 50 Mbit/s drop-tail links, a Tollgate QUIC NewReno flow across all
+/// three at 60 ms and a cross flow per link at 20 ms (Tollgate QUIC Libra,
+/// kernel TCP CUBIC, Tollgate QUIC HighSpeed), 20 s. Every flow completes;
+/// no packet is lost outside the disciplines; all six egresses account
+/// exactly; each flow crossed its links and no other (the router's
+/// per-variant byte counters: link h carries NewReno and link h's cross
+/// flow's variant, both ways, and nothing else but the path probes'
+/// unmarked bytes); each link is full (its forward egress sent at least
+/// 90 % of its rate over the whole run, start and end included) and the
+/// flows crossing it get at least 85 % of its rate as goodput (headers take
+/// about 6 % of a link's bytes: 1,452-byte QUIC datagrams in 1,494-byte
+/// frames plus QUIC's header, AEAD tag and frame bytes, so a full 50 Mbit/s
+/// link delivers at most about 47 Mbit/s; debug builds measured 44.9-46.0
+/// with utilization 0.94, and a first version of this test that asked for
+/// 90 % of the rate as goodput failed at 45.00);
+/// each flow's minimum RTT is within -0.5/+2 ms of its emulated RTT (the
+/// long flow's split over three links); and the long flow gets less than
+/// each cross flow, the parking lot's known unfairness (sim agrees:
+/// `the_same_parking_lot_ranks_flows_alike_in_sim_and_testbed`). At 100
+/// Mbit/s (release build): long 1.9-3.6 Mbit/s, cross flows 87-90, minimum
+/// RTTs 60.1 and 20.0-20.1 ms; a debug build's link 1 carried 89.1 Mbit/s
+/// there (the hosts' CPU), hence 50 Mbit/s here.
+#[test]
+fn a_parking_lot_sends_each_flow_through_its_links_at_its_rtt() {
+    const NAME: &str = "a_parking_lot_sends_each_flow_through_its_links_at_its_rtt";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = unavailable() {
+        return skip(NAME, &r);
+    }
+    let dir = scratch("testbed-parking-lot");
+    let run = run_testbed(&dir, PARKING_LOT, &[]);
+    let (code, ref stdout, ref stderr) = run;
+    println!("{stdout}\n{stderr}");
+    let r = results_of(&dir, "testbed-parking-lot", &run);
+    let router_out =
+        std::fs::read_to_string(dir.join("results/testbed-parking-lot/testbed/router.out"))
+            .unwrap_or_default();
+    println!("{router_out}");
+    for f in &r.flows {
+        println!(
+            "flow {} {:<8} {:<10} goodput {:7.2} Mbit/s  min RTT {:7.3} ms  emulated {:?} ms",
+            f.id, f.group, f.cca, f.goodput_mbps, f.rtt_ms, f.emulated_rtt_ms
+        );
+        assert_eq!(f.error, None, "flow {} ({})", f.id, f.cca);
+        assert!(f.bytes > 0, "flow {} moved no bytes", f.id);
+    }
+    assert_eq!(code, Some(0), "tollgate testbed failed:\n{stderr}");
+    assert!(!r.partial);
+    assert_eq!(r.outside_losses, Vec::<(String, u64)>::new());
+
+    // Six egresses, forward first, each exact.
+    let names: Vec<&str> = r.ports.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["fwd1", "fwd2", "fwd3", "rev1", "rev2", "rev3"]);
+    for p in &r.ports {
+        assert!(p.accounting_exact, "port {}: {p:?}", p.name);
+        assert!(p.received > 0, "port {} received nothing", p.name);
+    }
+    assert!(router_out.contains("accounting=ok"), "{router_out}");
+
+    // Each flow crossed its links and no other.
+    let cross = ["libra", "cubic", "highspeed"];
+    let lanes = variant_bytes_per_egress(&router_out);
+    assert_eq!(lanes.len(), 6, "{lanes:?}");
+    for (lane, bytes) in &lanes {
+        let h: usize = lane[3..].parse().unwrap();
+        let carried: Vec<&str> = bytes
+            .iter()
+            .filter(|(v, n)| **n > 0 && v.as_str() != "unmarked")
+            .map(|(v, _)| v.as_str())
+            .collect();
+        let mut want = vec!["newreno", cross[h - 1]];
+        want.sort_unstable();
+        assert_eq!(carried, want, "{lane}: {bytes:?}");
+    }
+
+    // The flows of each link fill it; each flow sees its emulated RTT.
+    let goodput = |group: &str| {
+        r.flows
+            .iter()
+            .find(|f| f.group == group)
+            .map(|f| f.goodput_mbps)
+            .unwrap()
+    };
+    for h in 1..=3 {
+        let fwd = r
+            .ports
+            .iter()
+            .find(|p| p.name == format!("fwd{h}"))
+            .unwrap();
+        assert!(
+            fwd.utilization >= 0.9,
+            "link {h}: the router sent {:.3} of its rate",
+            fwd.utilization
+        );
+        let link = goodput("long") + goodput(&format!("cross{h}"));
+        assert!(
+            link >= 0.85 * r.summary.bottleneck_mbps,
+            "link {h}: the long flow and cross{h} carry {link:.2} Mbit/s of {}",
+            r.summary.bottleneck_mbps
+        );
+        assert!(
+            goodput("long") < goodput(&format!("cross{h}")),
+            "the long flow got more than cross{h}"
+        );
+    }
+    for f in &r.flows {
+        let emulated = f.emulated_rtt_ms.expect("emulated_rtt_ms");
+        assert!(
+            f.rtt_ms >= emulated - 0.5 && f.rtt_ms <= emulated + 2.0,
+            "flow {} ({}): min RTT {:.3} ms, emulated {emulated} ms",
+            f.id,
+            f.group,
+            f.rtt_ms
+        );
+    }
+
+    let id = testbed_id(&dir.join("results/testbed-parking-lot/testbed/router.toml"));
     assert_eq!(remains_of(id), Vec::<String>::new());
 }
 
@@ -408,32 +569,24 @@ router = {{ ports = ["net_af_packet0,iface={}", "net_af_packet1,iface={}"], eal 
 
 const SIM_VS_TESTBED: &str = include_str!("../../tools/scenarios/sim-vs-testbed.toml");
 
-/// The flows' groups from the highest goodput to the lowest.
-fn order(r: &Results) -> Vec<String> {
-    let mut f: Vec<_> = r.flows.iter().collect();
-    f.sort_by(|a, b| b.goodput_mbps.total_cmp(&a.goodput_mbps));
-    f.iter().map(|f| f.group.clone()).collect()
-}
+const SIM_VS_TESTBED_PARKING_LOT: &str =
+    include_str!("../../tools/scenarios/sim-vs-testbed-parking-lot.toml");
 
-/// Issue 12, test 2: the same scenario file (tools/scenarios/sim-vs-testbed.toml:
-/// Tollgate QUIC NewReno at 10, 40 and 160 ms through a 100 Mbit/s
-/// drop-tail, 40 s, measured from 10 s) through `tollgate sim` with seeds
-/// 1-3 and once through `tollgate testbed`: every sim seed ranks the flows
-/// as the testbed does and has Jain's index within 0.1 of the testbed's.
-/// Measured: sim 0.462-0.477 over seeds 1-5 (78 / 13-14 / 2.8 Mbit/s),
-/// testbed 0.472 and 0.482 (74-76 / 12-13 / 3.4-3.5 Mbit/s) in two runs.
-#[test]
-fn the_same_scenario_ranks_flows_alike_in_sim_and_testbed() {
-    const NAME: &str = "the_same_scenario_ranks_flows_alike_in_sim_and_testbed";
+/// Run scenario `text` (named `name`) through `tollgate testbed` once and
+/// `tollgate sim` with seeds 1-3; every sim seed must rank the flows as the
+/// testbed does (`tollgate compare`'s ordering: no pair ranked the other way
+/// round; a pair within 5 % in both runs is a tie) and give Jain's index
+/// within 0.1 of the testbed's.
+fn sim_vs_testbed(test: &str, name: &str, text: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = unavailable() {
-        return skip(NAME, &r);
+        return skip(test, &r);
     }
-    let dir = scratch("sim-vs-testbed");
-    let run = run_testbed(&dir, SIM_VS_TESTBED, &[]);
+    let dir = scratch(name);
+    let run = run_testbed(&dir, text, &[]);
     let (code, ref stdout, ref stderr) = run;
-    let tb_path = dir.join("results/sim-vs-testbed/results.json");
-    let tb = results_of(&dir, "sim-vs-testbed", &run);
+    let tb_path = dir.join(format!("results/{name}/results.json"));
+    let tb = results_of(&dir, name, &run);
     assert_eq!(
         code,
         Some(0),
@@ -455,18 +608,37 @@ fn the_same_scenario_ranks_flows_alike_in_sim_and_testbed() {
         "tollgate sim failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tb_order = order(&tb);
-    println!("testbed: order {tb_order:?}, Jain {tb_jain:.3}");
+    let goodputs = |r: &Results| -> Vec<String> {
+        r.flows
+            .iter()
+            .map(|f| format!("{} {:.1}", f.group, f.goodput_mbps))
+            .collect()
+    };
+    println!("testbed: {:?}, Jain {tb_jain:.3}", goodputs(&tb));
     let mut problems = Vec::new();
     for seed in 1..=3 {
-        let path = sim_out.join(format!("sim-vs-testbed/default/seed-{seed}/results.json"));
+        let path = sim_out.join(format!("{name}/default/seed-{seed}/results.json"));
         let sim = results::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let sim_jain = sim.summary.jain.expect("sim Jain's index");
-        let sim_order = order(&sim);
-        println!("sim seed {seed}: order {sim_order:?}, Jain {sim_jain:.3}");
-        if sim_order != tb_order {
+        let c = compare::compare(
+            vec!["testbed".into(), "sim".into()],
+            &[tb.clone(), sim.clone()],
+        );
+        let o = &c.ordering[0];
+        println!(
+            "sim seed {seed}: {:?}, Jain {sim_jain:.3}; {} of {} untied pairs ranked the other way",
+            goodputs(&sim),
+            o.discordant,
+            o.pairs
+        );
+        if o.discordant > 0 || o.pairs + 1 < tb.flows.len() {
             problems.push(format!(
-                "seed {seed}: sim ranks {sim_order:?}, testbed {tb_order:?}"
+                "seed {seed}: {} of {} untied flow pairs ranked the other way round (sim {:?}, \
+                 testbed {:?})",
+                o.discordant,
+                o.pairs,
+                goodputs(&sim),
+                goodputs(&tb)
             ));
         }
         if (sim_jain - tb_jain).abs() > 0.1 {
@@ -478,7 +650,7 @@ fn the_same_scenario_ranks_flows_alike_in_sim_and_testbed() {
     // `tollgate compare` of the two, for the log.
     let cmp = Command::new(tollgate_bin())
         .arg("compare")
-        .arg(sim_out.join("sim-vs-testbed/default/seed-1/results.json"))
+        .arg(sim_out.join(format!("{name}/default/seed-1/results.json")))
         .arg(&tb_path)
         .args(["--labels", "sim,testbed", "--no-plots", "--out"])
         .arg(dir.join("compare"))
@@ -486,6 +658,37 @@ fn the_same_scenario_ranks_flows_alike_in_sim_and_testbed() {
         .expect("run tollgate compare");
     println!("{}", String::from_utf8_lossy(&cmp.stdout));
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+/// Issue 12, test 2: the same scenario file (tools/scenarios/sim-vs-testbed.toml:
+/// Tollgate QUIC NewReno at 10, 40 and 160 ms through a 100 Mbit/s
+/// drop-tail, 40 s, measured from 10 s) through `tollgate sim` with seeds
+/// 1-3 and once through `tollgate testbed`: every sim seed ranks the flows
+/// as the testbed does and has Jain's index within 0.1 of the testbed's.
+/// Measured: sim 0.462-0.477 over seeds 1-5 (78 / 13-14 / 2.8 Mbit/s),
+/// testbed 0.472 and 0.482 (74-76 / 12-13 / 3.4-3.5 Mbit/s) in two runs.
+#[test]
+fn the_same_scenario_ranks_flows_alike_in_sim_and_testbed() {
+    sim_vs_testbed(
+        "the_same_scenario_ranks_flows_alike_in_sim_and_testbed",
+        "sim-vs-testbed",
+        SIM_VS_TESTBED,
+    );
+}
+
+/// The same for a parking lot (tools/scenarios/sim-vs-testbed-parking-lot.toml:
+/// three 100 Mbit/s drop-tail links, a NewReno flow across all three at
+/// 60 ms and a NewReno cross flow per link at 20 ms, 40 s from 10 s): the
+/// long flow last and the cross flows tied in both, Jain's indices within
+/// 0.1. Measured (release build): sim seeds 1-3 Jain 0.766-0.808 (long
+/// flow 3.1-10.3 Mbit/s, cross flows 84.6-91.8), testbed 0.789 (6.9, 85.5).
+#[test]
+fn the_same_parking_lot_ranks_flows_alike_in_sim_and_testbed() {
+    sim_vs_testbed(
+        "the_same_parking_lot_ranks_flows_alike_in_sim_and_testbed",
+        "sim-vs-testbed-parking-lot",
+        SIM_VS_TESTBED_PARKING_LOT,
+    );
 }
 
 /// The run id from the generated router.toml's first line.
@@ -507,9 +710,10 @@ fn a_killed_testbed_leaves_nothing_after_cleanup() {
     }
     let dir = scratch("testbed-kill");
     let path = dir.join("scenario.toml");
+    // The parking lot: the most a run builds (bridges, eighteen veth ends).
     std::fs::write(
         &path,
-        SCENARIO.replace("duration = \"20s\"", "duration = \"30s\""),
+        PARKING_LOT.replace("duration = \"20s\"", "duration = \"30s\""),
     )
     .unwrap();
     let mut child = Command::new(tollgate_bin())
@@ -544,6 +748,7 @@ fn a_killed_testbed_leaves_nothing_after_cleanup() {
     let before = remains_of(id);
     assert!(
         before.iter().any(|r| r.contains("namespace"))
+            && before.iter().any(|r| r.ends_with(&format!("{id}n0")))
             && before.iter().any(|r| r.contains("tollgate-router")),
         "{before:?}"
     );

@@ -122,6 +122,16 @@ pub struct LoadArgs {
     /// uses it). Not for quiche flows.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub bind_ports: Vec<u16>,
+    /// Local address of each flow, in flow order, comma-separated (before
+    /// --bind): `tollgate testbed` binds each parking-lot flow to its entry
+    /// node's address.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub bind_addrs: Vec<IpAddr>,
+    /// Server of each flow, in flow order, comma-separated (before --server
+    /// and the scenario's `server`): a parking lot's testbed has a server
+    /// address per exit node.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub flow_servers: Vec<SocketAddr>,
     /// Seed of the flows' random starts and sizes (default: the file's, or 1).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -339,8 +349,10 @@ pub fn load(args: LoadArgs) -> anyhow::Result<ExitCode> {
         connect_timeout: duration_arg("--connect-timeout", &args.connect_timeout)?,
         threads,
         bind_ports: args.bind_ports.clone(),
+        bind_addrs: args.bind_addrs.clone(),
+        flow_servers: args.flow_servers.clone(),
     };
-    load::check_options(&s, &opts).map_err(|e| anyhow::anyhow!("--bind-ports: {e}"))?;
+    load::check_options(&s, &opts)?;
     let note = "real network: the scenario's rtt and topology are not emulated (the path has its \
                 own); rtt_ms is each flow's measured minimum RTT (quiche flows: smoothed); bottleneck rate and \
                 utilization are not known to the load generator";

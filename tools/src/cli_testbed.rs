@@ -19,6 +19,7 @@ static SIGNALS: AtomicU32 = AtomicU32::new(0);
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   sudo tollgate testbed tools/scenarios/testbed-dumbbell.toml
+  sudo tollgate testbed tools/scenarios/testbed-parking-lot.toml
   sudo tollgate testbed my.toml --router-bin target/release/tollgate-router --duration 20s
   sudo tollgate testbed --cleanup        # remove what a crashed or killed run left
 
@@ -29,7 +30,14 @@ flow's rtt emulated by router rules on its 5-tuple; runs `tollgate serve` and
 `tollgate load` inside; writes <out>/<name>/results.json in the sim format
 (router ports in `ports`, each flow's measured minimum RTT in rtt_ms and the
 emulated one in emulated_rtt_ms) and the router's config and report in
-<out>/<name>/testbed/. Dumbbell only; Tollgate QUIC, kernel TCP and quiche flows.
+<out>/<name>/testbed/. Tollgate QUIC, kernel TCP and quiche flows.
+
+A parking lot (topology.kind = \"parking-lot\", `hops` links) is a line of
+Linux bridges, one per node, joined by the router: each link is a pair of
+router ports with the discipline, rate and buffer on both egresses. Clients
+and servers sit on the nodes before and after the links each flow crosses
+(its `hops`), one address per node; each flow's rtt is split evenly over the
+links it crosses. Ports in results.json: fwd1..fwdN, rev1..revN, as in sim.
 
 With a [testbed] table in the scenario it runs on the hosts and router ports
 the table names instead of namespaces (real hosts over ssh, a 10 GbE NIC's

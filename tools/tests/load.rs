@@ -43,6 +43,8 @@ fn start(allow: Option<&[&str]>, max_connections: usize) -> Setup {
         connect_timeout: Duration::from_secs(2),
         threads: 2,
         bind_ports: Vec::new(),
+        bind_addrs: Vec::new(),
+        flow_servers: Vec::new(),
     };
     Setup {
         server,

@@ -44,10 +44,26 @@ fn what_the_testbed_cannot_build_is_an_error_that_says_what_to_do() {
         .unwrap();
         p.to_string_lossy().to_string()
     };
-    let parking = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/parking-lot.toml");
-    let (code, err) = testbed(&[parking, "--router-bin", "/nonexistent"]);
+    // A parking lot runs on namespaces only, not on a [testbed] table's hosts.
+    let parking = dir.join("p.toml");
+    std::fs::write(
+        &parking,
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/testbed-parking-lot.toml"
+        ))
+        .unwrap()
+            + "[testbed]\nclient = { run = [\"sh\", \"-c\"], address = \"10.1.0.1\" }\n\
+               server = { run = [\"sh\", \"-c\"], address = \"10.1.0.2\" }\n\
+               router = { ports = [\"0000:03:00.0\", \"0000:03:00.1\"] }\n",
+    )
+    .unwrap();
+    let (code, err) = testbed(&[&parking.to_string_lossy(), "--router-bin", "/nonexistent"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("dumbbells only"), "{err}");
+    assert!(
+        err.contains("parking lot") && err.contains("remove the [testbed] table"),
+        "{err}"
+    );
 
     let s = scenario("[[flows]]\ncca = \"newreno\"\nrtt = \"10ms\"\nserver = \"10.0.0.9:4433\"\n");
     let (code, err) = testbed(&[&s, "--router-bin", "/nonexistent"]);

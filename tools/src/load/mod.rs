@@ -73,6 +73,14 @@ pub struct LoadOptions {
     /// choice). A fixed port gives the flow a 5-tuple known in advance, so
     /// `tollgate testbed` can write the router rule that emulates its RTT.
     pub bind_ports: Vec<u16>,
+    /// Local address of each flow, in flow order, before `bind` (no entry:
+    /// `bind`): a parking lot's testbed binds each flow to the address of
+    /// its entry node, which routes it through that node.
+    pub bind_addrs: Vec<IpAddr>,
+    /// Server of each flow, in flow order, before `server` and the flow
+    /// group's `server` (no entry: those): a parking lot's testbed has a
+    /// server address per exit node.
+    pub flow_servers: Vec<SocketAddr>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -156,24 +164,38 @@ pub fn check(s: &Scenario) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The local address of flow `flow`: `bind` (or the unspecified address of
-/// the server's family) and the flow's port from `bind_ports` (or 0).
+/// The local address of flow `flow`: its entry of `bind_addrs`, else `bind`
+/// (or the unspecified address of the server's family), and the flow's
+/// port from `bind_ports` (or 0).
 fn local_bind(o: &LoadOptions, flow: usize) -> SocketAddr {
-    let ip = o.bind.unwrap_or(if o.server.is_ipv6() {
-        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
-    } else {
-        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-    });
+    let ip = o
+        .bind_addrs
+        .get(flow)
+        .copied()
+        .or(o.bind)
+        .unwrap_or(if o.server.is_ipv6() {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        });
     SocketAddr::new(ip, o.bind_ports.get(flow).copied().unwrap_or(0))
 }
 
-/// Checks `o` against the scenario: fixed local ports need one per flow at
-/// most, distinct.
+/// Checks `o` against the scenario: local ports, local addresses and
+/// servers per flow at most one per flow; fixed ports distinct.
 pub fn check_options(s: &Scenario, o: &LoadOptions) -> anyhow::Result<()> {
+    let n = s.flow_count();
+    for (what, len) in [
+        ("local addresses (--bind-addrs)", o.bind_addrs.len()),
+        ("servers (--flow-servers)", o.flow_servers.len()),
+    ] {
+        if len > n {
+            anyhow::bail!("{len} {what} for {n} flows: give at most one per flow, in flow order");
+        }
+    }
     if o.bind_ports.is_empty() {
         return Ok(());
     }
-    let n = s.flow_count();
     if o.bind_ports.len() > n {
         anyhow::bail!(
             "{} local ports for {n} flows: give at most one port per flow, in flow order",
@@ -216,7 +238,7 @@ pub fn run(
         let kind = FlowKind::parse(&spec.cca).map_err(|e| anyhow::anyhow!(e))?;
         let g = &s.flows[spec.group];
         let mut options = o.clone();
-        if let Some(addr) = g.server {
+        if let Some(addr) = o.flow_servers.get(flow_index).copied().or(g.server) {
             options.server = addr;
         }
         let job = FlowJob {

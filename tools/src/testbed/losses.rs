@@ -11,13 +11,16 @@
 //! Where each count comes from:
 //! - **the router's socket ring** (`AF_PACKET` or `AF_XDP`, per port):
 //!   what the router-side veth received (`/proc/net/dev` `rx packets` of `tgtb<pid>c` /
-//!   `tgtb<pid>s`) minus what the router's port received. The kernel counts
+//!   `tgtb<pid>s`, a parking lot's `tgtb<pid>a<h>` / `tgtb<pid>b<h>`) minus
+//!   what the router's port received. The kernel counts
 //!   the ring's overflow only in the socket's `PACKET_STATISTICS`, which
 //!   DPDK 22.11's `net_af_packet` does not read, so this difference is the
 //!   one way to see it. The kernel counters are read before the router
 //!   stops, so a packet still in the ring then counts as received.
-//! - **veth drops and errors** (`rx/tx drop`, `rx/tx errs`) of all four
-//!   veth ends: the peer's backlog was full.
+//! - **veth and bridge drops and errors** (`rx/tx drop`, `rx/tx errs`) of
+//!   every interface in the two namespaces and every link of the run in
+//!   the root namespace (a parking lot's bridges and their ports too): the
+//!   peer's backlog was full, or a bridge had no entry for the frame.
 //! - **host sockets** in the client and server namespaces: UDP `InErrors`
 //!   (receive buffer full, checksum) and `SndbufErrors` (`/proc/net/snmp`),
 //!   TCP `TCPBacklogDrop`, `TCPRcvQDrop`, `TCPOFODrop`,
@@ -165,8 +168,8 @@ impl KernelCounters {
 }
 
 /// Every non-zero loss outside the disciplines, named by where it happened
-/// (e.g. `client veth -> router socket ring (net_af_packet0)`,
-/// `server Udp.InErrors`).
+/// (e.g. `tgtb7c -> router socket ring (net_af_packet0)`,
+/// `server eth0 rx drop`, `server Udp.InErrors`).
 pub fn outside_losses(
     site: &Site,
     client: &KernelCounters,
@@ -175,51 +178,65 @@ pub fn outside_losses(
     router: &RouterReport,
 ) -> Vec<(String, u64)> {
     let mut v = Vec::new();
-    let mut add = |what: String, n: u64| {
+    fn add(v: &mut Vec<(String, u64)>, what: String, n: u64) {
         if n > 0 {
             v.push((what, n));
         }
+    }
+    fn dev_losses(v: &mut Vec<(String, u64)>, name: &str, c: DevCounters) {
+        add(v, format!("{name} rx drop"), c.rx_drop);
+        add(v, format!("{name} rx errs"), c.rx_errs);
+        add(v, format!("{name} tx drop"), c.tx_drop);
+        add(v, format!("{name} tx errs"), c.tx_errs);
+    }
+    let sorted = |k: &KernelCounters| {
+        let mut d: Vec<(String, DevCounters)> =
+            k.devs.iter().map(|(n, c)| (n.clone(), *c)).collect();
+        d.sort_by(|a, b| a.0.cmp(&b.0));
+        d
     };
-    // Router port 0 faces the client, port 1 the server (router_config).
-    for (i, (side, host, end)) in [
+    for (side, host, end) in [
         ("client", client, &site.client),
         ("server", server, &site.server),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut dev_losses = |end_name: &str, c: DevCounters| {
-            add(format!("{side} {end_name} rx drop"), c.rx_drop);
-            add(format!("{side} {end_name} rx errs"), c.rx_errs);
-            add(format!("{side} {end_name} tx drop"), c.tx_drop);
-            add(format!("{side} {end_name} tx errs"), c.tx_errs);
-        };
-        if let Some(iface) = &end.interface {
+    ] {
+        if site.veths.is_some() {
+            // A namespace the run built: every interface in it but lo.
+            for (iface, c) in sorted(host).into_iter().filter(|(n, _)| n != "lo") {
+                dev_losses(&mut v, &format!("{side} {iface}"), c);
+            }
+        } else if let Some(iface) = &end.interface {
             let c = host.devs.get(iface).copied().unwrap_or_default();
-            let name = if site.veths.is_some() {
-                "veth (host)".to_string()
-            } else {
-                iface.clone()
-            };
-            dev_losses(&name, c);
-        }
-        if let Some(veths) = &site.veths {
-            let outer = root.devs.get(&veths[i]).copied().unwrap_or_default();
-            dev_losses("veth (router-side)", outer);
-            let dev = &site.ports[i].device;
-            let router_rx = router.devs.get(dev).map_or(0, |d| d.rx);
-            add(
-                format!("{side} veth -> router socket ring ({dev})"),
-                outer.rx_packets.saturating_sub(router_rx),
-            );
+            dev_losses(&mut v, &format!("{side} {iface}"), c);
         }
         for key in PROTO_LOSSES {
             add(
+                &mut v,
                 format!("{side} {key}"),
                 host.proto.get(key).copied().unwrap_or(0),
             );
         }
     }
+    if let Some(veths) = &site.veths {
+        // The run's links in the root namespace: router-side veth ends,
+        // and a parking lot's bridges and their ports.
+        for (name, c) in sorted(root)
+            .into_iter()
+            .filter(|(n, _)| site.run_id.is_some() && super::netns::run_id(n) == site.run_id)
+        {
+            dev_losses(&mut v, &name, c);
+        }
+        for (i, veth) in veths.iter().enumerate() {
+            let outer = root.devs.get(veth).copied().unwrap_or_default();
+            let dev = &site.ports[i].device;
+            let router_rx = router.devs.get(dev).map_or(0, |d| d.rx);
+            add(
+                &mut v,
+                format!("{veth} -> router socket ring ({dev})"),
+                outer.rx_packets.saturating_sub(router_rx),
+            );
+        }
+    }
+    let mut add = |what: String, n: u64| add(&mut v, what, n);
     let mut devs: Vec<_> = router.devs.iter().collect();
     devs.sort_by(|a, b| a.0.cmp(b.0));
     for (name, d) in devs {
@@ -314,7 +331,7 @@ tollgate-router final: rx=1590 tx=1590 dropped=0 queued=0 accounting=ok
             clean_run,
             vec![
                 (
-                    "client veth -> router socket ring (net_af_packet0)".to_string(),
+                    "tgtb7c -> router socket ring (net_af_packet0)".to_string(),
                     10
                 ),
                 ("router net_af_packet1 imissed".to_string(), 3),
@@ -323,8 +340,8 @@ tollgate-router final: rx=1590 tx=1590 dropped=0 queued=0 accounting=ok
         );
         let lossy = outside_losses(&site, &clean, &host, &root, &report);
         for want in [
-            "server veth (host) rx drop",
-            "server veth (host) tx drop",
+            "server eth0 rx drop",
+            "server eth0 tx drop",
             "server Udp.InErrors",
             "server Udp.SndbufErrors",
             "server TcpExt.TCPBacklogDrop",

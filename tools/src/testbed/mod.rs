@@ -1,9 +1,9 @@
 //! `tollgate testbed`: a scenario on real kernels, sockets and the DPDK
 //! router, on one machine.
 //!
-//! Dumbbell only, for now: a client namespace and a server namespace,
-//! each joined by a veth pair to `tollgate-router`, which runs in the root
-//! namespace on two `net_af_packet` ports in L2 mode (a bump in the wire):
+//! A dumbbell: a client namespace and a server namespace, each joined by
+//! a veth pair to `tollgate-router`, which runs in the root namespace on
+//! two `net_af_packet` ports in L2 mode (a bump in the wire):
 //!
 //! ```text
 //! [client ns 10.201.0.1] eth0 ==veth== tgtb<pid>c  (tollgate-router)  tgtb<pid>s ==veth== eth0 [server ns 10.201.0.2]
@@ -23,6 +23,13 @@
 //! their results and the router's final statistics are merged into one
 //! results.json in the `sim` format ([`merge`]).
 //!
+//! A parking lot ([`netns::Chain`]): a Linux bridge per node, the
+//! router's port pairs as the links between them, one client and one
+//! server namespace with an address per node where flows start or end
+//! ([`flow_nodes`]); each flow's rule delay is half its RTT split over the
+//! links it crosses ([`rule_delay_ns`]), since the router delays it at
+//! every egress.
+//!
 //! Teardown ([`netns::Topology`]'s and [`netns::Proc`]'s drops) runs on
 //! success, on failure and after Ctrl-C; children die with the testbed
 //! even on SIGKILL (`PR_SET_PDEATHSIG`), and `tollgate testbed --cleanup`
@@ -33,7 +40,7 @@ pub mod netns;
 pub mod site;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -76,12 +83,6 @@ pub struct TestbedOptions {
 /// Checks of the scenario: what the testbed cannot build yet is an error
 /// naming the field.
 pub fn check(s: &Scenario) -> anyhow::Result<()> {
-    if s.topology != TopologyKind::Dumbbell {
-        anyhow::bail!(
-            "topology.kind: tollgate testbed builds dumbbells only (the parking lot needs the \
-             router to chain ports; not yet)"
-        );
-    }
     if s.bottleneck_loss > 0.0 {
         anyhow::bail!(
             "topology.bottleneck.loss = {}: the router does not emulate random loss (yet); \
@@ -102,27 +103,83 @@ pub fn check(s: &Scenario) -> anyhow::Result<()> {
             anyhow::bail!("flows[{i}].server: the testbed runs its own server; remove `server`");
         }
     }
-    let halves = distinct_half_rtts(&specs);
-    if halves.len() > tollgate_router::classify::MAX_RULE_DELAYS {
+    let delays = distinct_rule_delays(s, &specs);
+    if delays.len() > tollgate_router::classify::MAX_RULE_DELAYS {
         anyhow::bail!(
-            "{} distinct flow RTTs: the router has {} per-rule delay classes; use fewer \
-             distinct `rtt` values",
-            halves.len(),
+            "{} distinct per-hop flow delays (half a flow's `rtt` divided by the hops it \
+             crosses): the router has {} per-rule delay classes; use fewer distinct `rtt` values",
+            delays.len(),
             tollgate_router::classify::MAX_RULE_DELAYS
         );
     }
     Ok(())
 }
 
-fn half_rtt_ns(f: &FlowSpec) -> u64 {
-    f.rtt_ns / 2
+/// Bottleneck links flow `f` crosses.
+fn hops_crossed(s: &Scenario, f: &FlowSpec) -> u64 {
+    let (a, b) = s.flows[f.group].hops;
+    u64::from(b - a + 1)
 }
 
-fn distinct_half_rtts(specs: &[FlowSpec]) -> Vec<u64> {
-    let mut v: Vec<u64> = specs.iter().map(half_rtt_ns).collect();
+/// The delay of flow `f`'s rules: the router delays a packet at every
+/// egress it crosses, so half the flow's RTT, split over its hops, in each
+/// direction.
+pub fn rule_delay_ns(s: &Scenario, f: &FlowSpec) -> u64 {
+    f.rtt_ns / 2 / hops_crossed(s, f)
+}
+
+fn distinct_rule_delays(s: &Scenario, specs: &[FlowSpec]) -> Vec<u64> {
+    let mut v: Vec<u64> = specs.iter().map(|f| rule_delay_ns(s, f)).collect();
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// The client's and the server's node of flow `f` in a parking lot: the
+/// client at the node before its first hop, the server after its last,
+/// swapped for a reverse flow, as in the emulator (sim/topology.rs), so
+/// the data of every flow crosses the forward egresses.
+pub fn flow_nodes(s: &Scenario, f: &FlowSpec) -> (usize, usize) {
+    let (a, b) = s.flows[f.group].hops;
+    let (left, right) = (a as usize, b as usize + 1);
+    if f.reverse {
+        (right, left)
+    } else {
+        (left, right)
+    }
+}
+
+/// The parking lot a scenario needs (`None` for a dumbbell).
+pub fn chain_of(s: &Scenario) -> Option<netns::Chain> {
+    if s.topology != TopologyKind::ParkingLot {
+        return None;
+    }
+    let specs = topology::flows(s);
+    let mut client_nodes: Vec<usize> = specs.iter().map(|f| flow_nodes(s, f).0).collect();
+    let mut server_nodes: Vec<usize> = specs.iter().map(|f| flow_nodes(s, f).1).collect();
+    for v in [&mut client_nodes, &mut server_nodes] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    Some(netns::Chain {
+        hops: s.hops as usize,
+        client_nodes,
+        server_nodes,
+    })
+}
+
+/// Each flow's client and server address on `site`.
+pub fn flow_addresses(s: &Scenario, site: &site::Site) -> Vec<(IpAddr, IpAddr)> {
+    topology::flows(s)
+        .iter()
+        .map(|f| match &site.chain {
+            Some(_) => {
+                let (c, sv) = flow_nodes(s, f);
+                (netns::chain_client_ip(c), netns::chain_server_ip(sv))
+            }
+            None => (site.client.address, site.server.address),
+        })
+        .collect()
 }
 
 /// The queue-limit key of a discipline, to carry the scenario's buffer.
@@ -158,8 +215,9 @@ pub fn router_config(
     site: &site::Site,
 ) -> anyhow::Result<(String, Vec<u16>)> {
     let specs = topology::flows(s);
+    let clients = flow_addresses(s, site);
     let ports: Vec<u16> = (0..specs.len()).map(|i| FIRST_PORT + i as u16).collect();
-    let max_half = specs.iter().map(half_rtt_ns).max().unwrap_or(0);
+    let max_half = specs.iter().map(|f| f.rtt_ns / 2).max().unwrap_or(0);
     // A delay class holds what its flows have in flight past the router:
     // at most their windows, which the BDP at the longest RTT plus the
     // buffer bound, twice that for slow start's overshoot. (Sized as the
@@ -172,19 +230,19 @@ pub fn router_config(
     let delay_capacity = (2.0 * in_flight).ceil().clamp(1024.0, 32768.0) as u64;
     let scenario_variants = s.router.classify == "scenario";
     let mut rules = Vec::new();
-    for (f, port) in specs.iter().zip(&ports) {
-        let delay = format!("{}ns", half_rtt_ns(f));
+    for ((f, port), (client, _)) in specs.iter().zip(&ports).zip(&clients) {
+        let delay = format!("{}ns", rule_delay_ns(s, f));
         let proto = match FlowKind::parse(&f.cca) {
             Ok(FlowKind::Tcp(_)) => "tcp",
             _ => "udp",
         };
+        let client = match client {
+            IpAddr::V4(a) => format!("{a}/32"),
+            IpAddr::V6(a) => format!("{a}/128"),
+        };
         for (dir_src, dir_port) in [("src", "src_port"), ("dst", "dst_port")] {
             let mut r = toml::Table::new();
-            let client = match site.client.address {
-                std::net::IpAddr::V4(a) => format!("{a}/32"),
-                std::net::IpAddr::V6(a) => format!("{a}/128"),
-            };
-            r.insert(dir_src.into(), client.into());
+            r.insert(dir_src.into(), client.clone().into());
             r.insert(dir_port.into(), i64::from(*port).into());
             r.insert("proto".into(), proto.into());
             r.insert("delay".into(), delay.clone().into());
@@ -200,24 +258,30 @@ pub fn router_config(
     doc.insert("drain_timeout".into(), "1s".into());
     doc.insert("mbufs".into(), 65535.into());
     doc.insert("rules".into(), rules.into());
+    // Ports in pairs, each the other's peer: the dumbbell's two, or each
+    // parking-lot link's left and right side.
     let mut port_tables = Vec::new();
-    let dev = |i: usize| site.ports[i].device.clone();
-    for (dev, peer) in [(dev(0), dev(1)), (dev(1), dev(0))] {
-        let mut p = toml::Table::new();
-        p.insert("device".into(), dev.into());
-        p.insert("peer".into(), peer.into());
-        p.insert("egress".into(), egress.clone().into());
-        port_tables.push(toml::Value::Table(p));
+    for (i, p) in site.ports.iter().enumerate() {
+        let mut t = toml::Table::new();
+        t.insert("device".into(), p.device.clone().into());
+        t.insert("peer".into(), site.ports[i ^ 1].device.clone().into());
+        t.insert("egress".into(), egress.clone().into());
+        port_tables.push(toml::Value::Table(t));
     }
     doc.insert("ports".into(), port_tables.into());
+    let layout = match &site.chain {
+        Some(c) => format!(
+            "a parking lot of {} links: ports 2h-2 and 2h-1 are link h's left and right side",
+            c.hops
+        ),
+        None => format!(
+            "port 0 ({}) faces the client ({}), port 1 ({}) the server ({})",
+            site.ports[0].device, site.client.address, site.ports[1].device, site.server.address,
+        ),
+    };
     let text = format!(
-        "# tollgate testbed run {} (generated): port 0 ({}) faces the client ({}), port 1 \
-         ({}) the server ({}).\n{}",
+        "# tollgate testbed run {} (generated): {layout}.\n{}",
         names.id,
-        site.ports[0].device,
-        site.client.address,
-        site.ports[1].device,
-        site.server.address,
         toml::to_string(&doc)?
     );
     Ok((text, ports))
@@ -382,7 +446,8 @@ pub fn parse_router_report(stdout: &str) -> anyhow::Result<RouterReport> {
 
 /// The load generator's results plus the router's report: the bottleneck
 /// rate and discipline in the summary, the router's egresses in `ports`
-/// (`fwd1`: toward the server, `rev1`: toward the client), each flow's
+/// (`fwd1`: toward the server, `rev1`: toward the client; `fwd<h>` and
+/// `rev<h>` for a parking lot's link `h`, as in `sim`), each flow's
 /// emulated RTT next to its measured minimum (`rtt_ms`).
 pub fn merge(
     s: &Scenario,
@@ -411,7 +476,8 @@ pub fn merge(
             let transmitted = l.get("transmitted");
             let in_flight = l.get("in_flight");
             PortResult {
-                name: if i == 1 { "fwd1" } else { "rev1" }.to_string(),
+                // Port 2h-1 (odd) sends toward the server side: forward.
+                name: format!("{}{}", if i % 2 == 1 { "fwd" } else { "rev" }, i / 2 + 1),
                 discipline: l.discipline.clone(),
                 received,
                 transmitted,
@@ -428,8 +494,9 @@ pub fn merge(
             }
         })
         .collect();
-    // Forward bottleneck first, as in `sim`.
-    r.ports.sort_by_key(|p| p.name != "fwd1");
+    // Forward egresses first, by hop, as in `sim`.
+    r.ports
+        .sort_by_key(|p| (!p.name.starts_with("fwd"), p.name.len(), p.name.clone()));
     if let Some(fwd) = r.ports.first() {
         r.summary.utilization = fwd.utilization;
     }
@@ -437,7 +504,8 @@ pub fn merge(
         env.tool = "testbed".into();
         env.note = format!(
             "testbed: {path}; bottleneck {:.0} Mbit/s with {} in both directions; \
-             each flow's rtt emulated by router rules (half each way); rtt_ms is the measured \
+             each flow's rtt emulated by router rules (half each way, split over the hops \
+             it crosses); rtt_ms is the measured \
              minimum RTT, emulated_rtt_ms the scenario's; port utilization is over the whole \
              run ({run_s:.1} s, frame bytes)",
             s.bottleneck_rate_bps / 1e6,
@@ -517,20 +585,33 @@ pub fn run(
     log: &mut dyn FnMut(&str),
 ) -> anyhow::Result<TestbedRun> {
     check(s)?;
+    let chain = chain_of(s);
+    if chain.is_some() && o.site.is_some() {
+        anyhow::bail!(
+            "testbed: a [testbed] table names one client, one server and two router ports; a \
+             parking lot (topology.kind = \"parking-lot\") runs on the namespaces the testbed \
+             builds: remove the [testbed] table, or run a dumbbell"
+        );
+    }
     preflight(o)?;
     std::fs::create_dir_all(&o.work_dir)?;
     let names = netns::Names::new(std::process::id());
-    let site = match &o.site {
-        Some(t) => site::Site::from_table(t, &names)?,
-        None => site::Site::namespaces(&names, o.pmd, &o.tollgate_bin),
+    let site = match (&o.site, &chain) {
+        (Some(t), _) => site::Site::from_table(t, &names)?,
+        (None, Some(c)) => site::Site::chain(&names, o.pmd, &o.tollgate_bin, c.clone()),
+        (None, None) => site::Site::namespaces(&names, o.pmd, &o.tollgate_bin),
     };
+    let addresses = flow_addresses(s, &site);
     let (config, ports) = router_config(s, raw_router, &names, &site)?;
     let cfg_path = o.work_dir.join("router.toml");
     std::fs::write(&cfg_path, &config)?;
 
     // Declared first, dropped last: the processes go before the namespaces.
     let _topo = if o.site.is_none() {
-        let t = netns::Topology::build(names.clone())?;
+        let t = match &chain {
+            Some(c) => netns::Topology::build_chain(names.clone(), c)?,
+            None => netns::Topology::build(names.clone())?,
+        };
         log(&format!(
             "namespaces {} / {} built; starting tollgate-router",
             names.client_ns, names.server_ns
@@ -585,6 +666,13 @@ pub fn run(
     let cert = site.server.path("cert.pem");
     let ca = site.client.path("ca.pem");
     let server_addr = SocketAddr::new(site.server.address, SERVER_PORT);
+    // Every server address flows use (a parking lot has one per exit node).
+    let mut listen: Vec<SocketAddr> = addresses
+        .iter()
+        .map(|&(_, sv)| SocketAddr::new(sv, SERVER_PORT))
+        .collect();
+    listen.sort_unstable();
+    listen.dedup();
     // Remote servers stop by themselves at the latest this long after the
     // run should have ended, should this process die without stopping them.
     let server_limit = s.duration_s + crate::load::GRACE.as_secs_f64() + 120.0;
@@ -601,18 +689,16 @@ pub fn run(
         site.server.tollgate.clone()
     };
     serve_args.extend(
-        [
-            "serve",
-            "--listen",
-            &server_addr.to_string(),
-            "--self-signed",
-            "--cert-out",
-            &cert,
-            "--threads",
-            "1",
-        ]
-        .iter()
-        .map(|a| a.to_string()),
+        ["serve"].into_iter().map(String::from).chain(
+            listen
+                .iter()
+                .flat_map(|a| ["--listen".to_string(), a.to_string()]),
+        ),
+    );
+    serve_args.extend(
+        ["--self-signed", "--cert-out", &cert, "--threads", "1"]
+            .iter()
+            .map(|a| a.to_string()),
     );
     let mut serve = netns::Proc::spawn(
         "tollgate serve",
@@ -621,10 +707,19 @@ pub fn run(
         &o.work_dir.join("serve.err"),
     )?;
 
-    // The path is up when a TCP connection from the client reaches the server.
-    let reachable = site
-        .client
-        .tcp_reachable(server_addr, Duration::from_secs(15));
+    // The path is up when a TCP connection from the client reaches the
+    // server: every path the flows take, in a parking lot.
+    let mut paths = addresses.clone();
+    paths.sort_unstable();
+    paths.dedup();
+    let reachable = paths.iter().all(|&(c, sv)| {
+        let from = site.chain.as_ref().map(|_| c);
+        site.client.tcp_reachable(
+            from,
+            SocketAddr::new(sv, SERVER_PORT),
+            Duration::from_secs(15),
+        )
+    });
     if let Some(st) = router.try_wait() {
         anyhow::bail!(
             "tollgate-router exited at start ({st}): {}",
@@ -666,6 +761,10 @@ pub fn run(
         ca,
         "--bind".into(),
         site.client.address.to_string(),
+        "--bind-addrs".into(),
+        join(addresses.iter().map(|a| a.0)),
+        "--flow-servers".into(),
+        join(addresses.iter().map(|a| SocketAddr::new(a.1, SERVER_PORT))),
         "--bind-ports".into(),
         ports
             .iter()
@@ -786,6 +885,11 @@ impl Drop for RemoteDirs<'_> {
     }
 }
 
+/// `items` comma-separated.
+fn join<T: ToString>(items: impl Iterator<Item = T>) -> String {
+    items.map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+}
+
 /// The last lines of a log file, for an error message.
 fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -862,6 +966,116 @@ rtt = "100ms"
         assert!(egress.get("classify").is_none());
     }
 
+    /// Load results without flows, to merge router reports into.
+    fn empty_run() -> crate::sim::RunData {
+        crate::sim::RunData {
+            t: vec![1.0],
+            flows: Vec::new(),
+            ports: Vec::new(),
+            packets_sent: 0,
+            events: 0,
+            partial: false,
+            reached_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_parking_lot_gets_a_port_pair_per_link_and_each_flow_its_nodes_and_delay() {
+        let text = r#"name = "pl"
+duration = "5s"
+[topology]
+kind = "parking-lot"
+hops = 3
+bottleneck = { rate = "100Mbit", delay = "1ms", buffer = "100pkt" }
+[[flows]]
+cca = "newreno"
+rtt = "60ms"
+[[flows]]
+cca = "tcp:cubic"
+rtt = "20ms"
+hops = [2, 2]
+[[flows]]
+cca = "newreno"
+rtt = "40ms"
+hops = [2, 3]
+reverse = true
+"#;
+        let plan = crate::scenario::parse_plan(text).unwrap();
+        let s = plan.runs.into_iter().next().unwrap();
+        check(&s).unwrap();
+        let chain = chain_of(&s).unwrap();
+        // Long flow: nodes 0 -> 3; cross flow on link 2: 1 -> 2; the
+        // reverse flow over links 2-3 has its client after link 3.
+        assert_eq!(
+            chain,
+            netns::Chain {
+                hops: 3,
+                client_nodes: vec![0, 1, 3],
+                server_nodes: vec![1, 2, 3],
+            }
+        );
+        let names = netns::Names::new(77);
+        let site = site::Site::chain(&names, netns::Pmd::AfPacket, Path::new("tollgate"), chain);
+        assert_eq!(site.ports.len(), 6);
+        assert_eq!(site.veths.as_ref().unwrap()[3], "tgtb77b2");
+        let addrs = flow_addresses(&s, &site);
+        assert_eq!(
+            addrs[2],
+            (netns::chain_client_ip(3), netns::chain_server_ip(1))
+        );
+        let (text, _) = router_config(&s, &toml::Table::new(), &names, &site).unwrap();
+        let doc: toml::Table = toml::from_str(&text).unwrap();
+        let ports = doc["ports"].as_array().unwrap();
+        assert_eq!(ports.len(), 6);
+        for (i, p) in ports.iter().enumerate() {
+            assert_eq!(
+                p["device"].as_str(),
+                Some(format!("net_af_packet{i}").as_str())
+            );
+            assert_eq!(
+                p["peer"].as_str(),
+                Some(format!("net_af_packet{}", i ^ 1).as_str())
+            );
+        }
+        let rules = doc["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 6);
+        // Half the RTT over the links crossed: 30 ms / 3, 10 ms / 1, 20 ms / 2.
+        let delays: Vec<&str> = rules.iter().map(|r| r["delay"].as_str().unwrap()).collect();
+        assert_eq!(
+            delays,
+            [
+                "10000000ns",
+                "10000000ns",
+                "10000000ns",
+                "10000000ns",
+                "10000000ns",
+                "10000000ns"
+            ]
+        );
+        assert_eq!(rules[2]["src"].as_str(), Some("10.202.1.2/32"));
+        assert_eq!(rules[4]["src"].as_str(), Some("10.202.1.4/32"));
+        let mut r = results::build(&s, &empty_run());
+        let lanes: Vec<RouterLane> = (0..6)
+            .map(|i| RouterLane {
+                port: format!("net_af_packet{i}"),
+                discipline: "droptail".into(),
+                ..RouterLane::default()
+            })
+            .collect();
+        r = merge(
+            &s,
+            r,
+            &RouterReport {
+                lanes,
+                ..RouterReport::default()
+            },
+            5.0,
+            "ns",
+        );
+        let names: Vec<&str> = r.ports.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["fwd1", "fwd2", "fwd3", "rev1", "rev2", "rev3"]);
+    }
+
     #[test]
     fn the_final_report_is_parsed_and_merged_into_ports() {
         let out = "\
@@ -878,15 +1092,7 @@ tollgate-router final: rx=110 tx=100 dropped=8 queued=2 accounting=ok
         assert_eq!(rep.lanes[1].drops(), vec![("overlimit".to_string(), 8)]);
         assert!(parse_router_report("lane port=x").is_err());
         let (s, _) = scenario("discipline = \"droptail\"");
-        let stub = crate::sim::RunData {
-            t: vec![1.0],
-            flows: Vec::new(),
-            ports: Vec::new(),
-            packets_sent: 0,
-            events: 0,
-            partial: false,
-            reached_s: 1.0,
-        };
+        let stub = empty_run();
         let base = results::build(&s, &stub);
         let m = merge(&s, base, &rep, 20.0, "namespaces");
         assert_eq!(m.ports[0].name, "fwd1");

@@ -6,8 +6,9 @@
 //! router-side veth ends `tgtb<pid>c` / `tgtb<pid>s` (the other ends are
 //! `eth0` inside the namespaces), the DPDK runtime directory
 //! `/var/run/dpdk/tgtb-<pid>` and the router's pid file
-//! `/run/tollgate-testbed/<pid>.router`. [`cleanup_leftovers`] finds all of
-//! them by the prefix.
+//! `/run/tollgate-testbed/<pid>.router`; a parking lot's bridges and veths
+//! ([`Chain`]) are `tgtb<pid>` plus a letter and a number.
+//! [`cleanup_leftovers`] finds all of them by the prefix and the run id.
 //!
 //! Child processes are started with `PR_SET_PDEATHSIG = SIGKILL`: when the
 //! testbed dies, even by SIGKILL, the kernel kills the router, the server
@@ -169,24 +170,11 @@ impl Topology {
             (&n.client_ns, &n.client_veth, CLIENT_IP, CLIENT_MAC),
             (&n.server_ns, &n.server_veth, SERVER_IP, SERVER_MAC),
         ] {
-            sh(&["ip", "netns", "add", ns])?;
-            // IPv6 off (router solicitations, DAD, MLD): every packet on
-            // the veths is the scenario's, so the loss accounting
-            // (losses.rs) sees only them. Absent IPv6 support is fine.
-            let _ = sh(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sh",
-                "-c",
-                "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; \
-                 echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6",
-            ]);
+            add_netns(ns)?;
             sh(&[
                 "ip", "link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", ns,
             ])?;
-            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{outer}/disable_ipv6"), "1");
+            disable_ipv6(outer);
             sh(&["ip", "-n", ns, "link", "set", "eth0", "address", mac])?;
             sh(&[
                 "ip",
@@ -199,36 +187,304 @@ impl Topology {
                 "eth0",
             ])?;
             sh(&["ip", "-n", ns, "link", "set", "eth0", "up"])?;
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
             sh(&["ip", "link", "set", outer, "up"])?;
-            let off = [
-                "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off",
-            ];
-            let mut inner = vec!["ip", "netns", "exec", ns, "ethtool", "-K", "eth0"];
-            inner.extend(off);
-            sh(&inner).map_err(|e| anyhow::anyhow!("{e} (is ethtool installed?)"))?;
-            let mut outer_cmd = vec!["ethtool", "-K", outer.as_str()];
-            outer_cmd.extend(off);
-            sh(&outer_cmd)?;
+            offloads_off(Some(ns), "eth0")?;
+            offloads_off(None, outer)?;
         }
         for (ns, ip, mac) in [
             (&n.client_ns, SERVER_IP, SERVER_MAC),
             (&n.server_ns, CLIENT_IP, CLIENT_MAC),
         ] {
+            static_neighbour(ns, ip, mac, "eth0")?;
+        }
+        Ok(t)
+    }
+}
+
+/// Create namespace `ns` with IPv6 off (router solicitations, DAD, MLD:
+/// every packet on the testbed's links is then the scenario's, so the loss
+/// accounting, losses.rs, sees only them; absent IPv6 support is fine) and
+/// its loopback up.
+fn add_netns(ns: &str) -> anyhow::Result<()> {
+    sh(&["ip", "netns", "add", ns])?;
+    let _ = sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "sh",
+        "-c",
+        "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; \
+         echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6",
+    ]);
+    sh(&["ip", "-n", ns, "link", "set", "lo", "up"])
+}
+
+/// A permanent neighbour entry in namespace `ns`: no ARP through the
+/// router, a bump in the wire.
+fn static_neighbour(ns: &str, ip: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
+    sh(&[
+        "ip",
+        "-n",
+        ns,
+        "neigh",
+        "add",
+        ip,
+        "lladdr",
+        mac,
+        "dev",
+        dev,
+        "nud",
+        "permanent",
+    ])
+}
+
+/// A parking lot of `hops` router links in a line (nodes `0..=hops`, link
+/// `h` between nodes `h-1` and `h`), and the nodes where client and server
+/// addresses are needed.
+///
+/// ```text
+///  client ns: node0 ..  node<k> ..         server ns: node1 .. node<k> ..
+///      |                    |                          |          |
+/// [bridge n0]=x1-(a1 router b1)-y1=[bridge n1]=x2-(a2 router b2)-y2=[bridge n2] ...
+/// ```
+///
+/// Each node is a Linux bridge in the root namespace (`tgtb<pid>n<k>`);
+/// router link `h` is two veth pairs whose router-side ends `tgtb<pid>a<h>`
+/// / `tgtb<pid>b<h>` are the router's ports `2h-2` and `2h-1` (peers in L2
+/// mode) and whose other ends `x<h>` / `y<h>` are ports of bridges `h-1`
+/// and `h`. The client namespace has an interface `node<k>` on bridge `k`
+/// with address [`chain_client_ip`]`(k)` for every client node, the server
+/// namespace likewise; a source-address rule per interface makes a socket
+/// bound to a node's address send through that node. The bridges neither
+/// learn nor flood: static entries send each host's MAC toward its node,
+/// so a frame crosses exactly the router links between its two nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// Router links in series (the scenario's `topology.hops`).
+    pub hops: usize,
+    /// Nodes with a client address, ascending.
+    pub client_nodes: Vec<usize>,
+    /// Nodes with a server address, ascending.
+    pub server_nodes: Vec<usize>,
+}
+
+/// The client address at node `k` of a [`Chain`].
+pub fn chain_client_ip(k: usize) -> std::net::IpAddr {
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 202, 1, k as u8 + 1))
+}
+
+/// The server address at node `k` of a [`Chain`].
+pub fn chain_server_ip(k: usize) -> std::net::IpAddr {
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 202, 2, k as u8 + 1))
+}
+
+fn chain_mac(server: bool, k: usize) -> String {
+    format!("02:7b:01:{:02x}:00:{:02x}", u8::from(server) + 1, k)
+}
+
+impl Names {
+    /// The router-side veth end of link `h`'s left (`right == false`,
+    /// toward node `h-1`) or right side.
+    pub fn hop_router_end(&self, h: usize, right: bool) -> String {
+        format!("{PREFIX}{}{}{h}", self.id, if right { "b" } else { "a" })
+    }
+
+    fn hop_bridge_end(&self, h: usize, right: bool) -> String {
+        format!("{PREFIX}{}{}{h}", self.id, if right { "y" } else { "x" })
+    }
+
+    fn node_bridge(&self, k: usize) -> String {
+        format!("{PREFIX}{}n{k}", self.id)
+    }
+
+    fn host_end(&self, server: bool, k: usize) -> String {
+        format!("{PREFIX}{}{}{k}", self.id, if server { "s" } else { "c" })
+    }
+}
+
+/// The name of node `k`'s interface inside the client or server namespace.
+pub fn chain_iface(k: usize) -> String {
+    format!("node{k}")
+}
+
+fn disable_ipv6(iface: &str) {
+    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{iface}/disable_ipv6"), "1");
+}
+
+fn offloads_off(ns: Option<&str>, iface: &str) -> anyhow::Result<()> {
+    let mut cmd: Vec<&str> = Vec::new();
+    if let Some(ns) = ns {
+        cmd.extend(["ip", "netns", "exec", ns]);
+    }
+    cmd.extend([
+        "ethtool", "-K", iface, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off",
+    ]);
+    sh(&cmd).map_err(|e| anyhow::anyhow!("{e} (is ethtool installed?)"))
+}
+
+impl Topology {
+    /// Build the parking lot `chain` (see [`Chain`]).
+    pub fn build_chain(names: Names, chain: &Chain) -> anyhow::Result<Topology> {
+        let t = Topology { names };
+        let n = &t.names;
+        for ns in [&n.client_ns, &n.server_ns] {
+            add_netns(ns)?;
+        }
+        for k in 0..=chain.hops {
+            let br = n.node_bridge(k);
+            // No multicast snooping: with it the bridge joins the
+            // all-snoopers group and sends an IGMPv3 report into the path
+            // as it comes up (counted as a loss: it reached a router-side
+            // veth before the router's socket existed).
             sh(&[
                 "ip",
-                "-n",
-                ns,
-                "neigh",
+                "link",
                 "add",
-                ip,
-                "lladdr",
-                mac,
-                "dev",
-                "eth0",
-                "nud",
-                "permanent",
+                "name",
+                &br,
+                "type",
+                "bridge",
+                "mcast_snooping",
+                "0",
             ])?;
+            disable_ipv6(&br);
+            sh(&["ip", "link", "set", &br, "up"])?;
+        }
+        // A bridge port that neither learns nor floods: frames go where
+        // the static entries say, or nowhere.
+        let attach = |port: &str, k: usize| -> anyhow::Result<()> {
+            sh(&["ip", "link", "set", port, "master", &n.node_bridge(k)])?;
+            sh(&[
+                "bridge",
+                "link",
+                "set",
+                "dev",
+                port,
+                "learning",
+                "off",
+                "flood",
+                "off",
+                "mcast_flood",
+                "off",
+            ])?;
+            sh(&["ip", "link", "set", port, "up"])
+        };
+        for h in 1..=chain.hops {
+            for right in [false, true] {
+                let (outer, inner) = (n.hop_router_end(h, right), n.hop_bridge_end(h, right));
+                sh(&[
+                    "ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+                ])?;
+                for end in [&outer, &inner] {
+                    disable_ipv6(end);
+                    offloads_off(None, end)?;
+                }
+                sh(&["ip", "link", "set", &outer, "up"])?;
+                attach(&inner, if right { h } else { h - 1 })?;
+            }
+        }
+        let hosts = [
+            (
+                false,
+                &n.client_ns,
+                &chain.client_nodes,
+                &chain.server_nodes,
+            ),
+            (true, &n.server_ns, &chain.server_nodes, &chain.client_nodes),
+        ];
+        for (server, ns, nodes, peers) in hosts {
+            for &k in nodes.iter() {
+                let (outer, inner) = (n.host_end(server, k), chain_iface(k));
+                let addr = if server {
+                    chain_server_ip(k)
+                } else {
+                    chain_client_ip(k)
+                };
+                sh(&[
+                    "ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner, "netns",
+                    ns,
+                ])?;
+                disable_ipv6(&outer);
+                offloads_off(None, &outer)?;
+                offloads_off(Some(ns), &inner)?;
+                attach(&outer, k)?;
+                let table = (100 + k).to_string();
+                let addr_s = addr.to_string();
+                sh(&[
+                    "ip",
+                    "-n",
+                    ns,
+                    "link",
+                    "set",
+                    &inner,
+                    "address",
+                    &chain_mac(server, k),
+                ])?;
+                sh(&[
+                    "ip",
+                    "-n",
+                    ns,
+                    "addr",
+                    "add",
+                    &format!("{addr}/32"),
+                    "dev",
+                    &inner,
+                ])?;
+                sh(&["ip", "-n", ns, "link", "set", &inner, "up"])?;
+                sh(&[
+                    "ip",
+                    "-n",
+                    ns,
+                    "route",
+                    "add",
+                    "10.202.0.0/16",
+                    "dev",
+                    &inner,
+                    "src",
+                    &addr_s,
+                    "table",
+                    &table,
+                ])?;
+                sh(&[
+                    "ip", "-n", ns, "rule", "add", "from", &addr_s, "table", &table,
+                ])?;
+                for &j in peers.iter() {
+                    let peer = if server {
+                        chain_client_ip(j)
+                    } else {
+                        chain_server_ip(j)
+                    };
+                    static_neighbour(ns, &peer.to_string(), &chain_mac(!server, j), &inner)?;
+                }
+            }
+        }
+        // Each bridge sends a host's MAC toward the host's node.
+        for k in 0..=chain.hops {
+            let mut entries = Vec::new();
+            for &j in &chain.client_nodes {
+                entries.push((false, j));
+            }
+            for &j in &chain.server_nodes {
+                entries.push((true, j));
+            }
+            for (server, j) in entries {
+                let port = match j.cmp(&k) {
+                    std::cmp::Ordering::Equal => n.host_end(server, k),
+                    std::cmp::Ordering::Less => n.hop_bridge_end(k, true),
+                    std::cmp::Ordering::Greater => n.hop_bridge_end(k + 1, false),
+                };
+                sh(&[
+                    "bridge",
+                    "fdb",
+                    "add",
+                    &chain_mac(server, j),
+                    "dev",
+                    &port,
+                    "master",
+                    "static",
+                ])?;
+            }
         }
         Ok(t)
     }
@@ -254,9 +510,19 @@ pub fn remove_run(names: &Names) -> Vec<String> {
     for ns in [&names.client_ns, &names.server_ns] {
         removed.extend(remove_netns(ns));
     }
-    for l in [&names.client_veth, &names.server_veth] {
+    // The dumbbell's two veths, and every link a parking lot made (hop
+    // veths, host veths, node bridges): all carry the run id. Deleting one
+    // end of a veth deletes its peer.
+    let mut links = vec![names.client_veth.clone(), names.server_veth.clone()];
+    links.extend(
+        link_list()
+            .into_iter()
+            .filter(|l| run_id(l) == Some(names.id)),
+    );
+    links.dedup();
+    for l in &links {
         if sh(&["ip", "link", "del", l]).is_ok() {
-            removed.push(format!("veth {l}"));
+            removed.push(format!("link {l}"));
         }
     }
     let dpdk = Path::new(DPDK_RUN_DIR).join(&names.file_prefix);
@@ -342,7 +608,7 @@ fn link_list() -> Vec<String> {
 }
 
 /// The run id in a testbed name (`tgtb-123-c`, `tgtb123s`, `tgtb-123`).
-fn run_id(name: &str) -> Option<u32> {
+pub fn run_id(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(PREFIX)?.trim_start_matches('-');
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
@@ -519,17 +785,34 @@ pub fn enter_netns(ns: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether a TCP connection from namespace `ns` to `addr` succeeds within
-/// `limit` (retrying): the path through the router is up.
-pub fn tcp_reachable(ns: &str, addr: std::net::SocketAddr, limit: Duration) -> bool {
+/// Whether a TCP connection from namespace `ns` (from local address
+/// `from`, if given) to `addr` succeeds within `limit` (retrying): the path
+/// through the router is up.
+pub fn tcp_reachable(
+    ns: &str,
+    from: Option<std::net::IpAddr>,
+    addr: std::net::SocketAddr,
+    limit: Duration,
+) -> bool {
     let ns = ns.to_string();
+    let connect = move || -> std::io::Result<()> {
+        let sock = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        if let Some(ip) = from {
+            sock.bind(&std::net::SocketAddr::new(ip, 0).into())?;
+        }
+        sock.connect_timeout(&addr.into(), Duration::from_millis(300))
+    };
     std::thread::spawn(move || {
         if enter_netns(&ns).is_err() {
             return false;
         }
         let end = Instant::now() + limit;
         while Instant::now() < end {
-            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok() {
+            if connect().is_ok() {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(100));

@@ -111,12 +111,19 @@ pub struct Site {
     pub client: Endpoint,
     /// Runs `tollgate serve`.
     pub server: Endpoint,
-    /// Port 0 toward the client, port 1 toward the server.
-    pub ports: [RouterPort; 2],
+    /// Port 0 toward the client, port 1 toward the server; in a parking
+    /// lot, ports `2h-2` and `2h-1` are link `h`'s left and right side.
+    pub ports: Vec<RouterPort>,
     /// EAL arguments besides the lcore, the file prefix and the ports.
     pub eal: Vec<String>,
-    /// The router-side veth ends (namespace sites), for the ring losses.
-    pub veths: Option<[String; 2]>,
+    /// The router-side veth end of each port (namespace sites), for the
+    /// ring losses.
+    pub veths: Option<Vec<String>>,
+    /// The run's id (namespace sites): every link in the root namespace
+    /// that carries it is the run's (losses.rs reads their drops).
+    pub run_id: Option<u32>,
+    /// The parking lot's nodes (namespace sites of a parking-lot scenario).
+    pub chain: Option<netns::Chain>,
 }
 
 impl Site {
@@ -137,17 +144,58 @@ impl Site {
         Site {
             client: endpoint(&names.client_ns, netns::CLIENT_IP),
             server: endpoint(&names.server_ns, netns::SERVER_IP),
-            ports: [port(0, &names.client_veth), port(1, &names.server_veth)],
+            ports: vec![port(0, &names.client_veth), port(1, &names.server_veth)],
             eal: ["--no-huge", "--no-pci", "-m", "512"]
                 .map(String::from)
                 .to_vec(),
-            veths: Some([names.client_veth.clone(), names.server_veth.clone()]),
+            veths: Some(vec![names.client_veth.clone(), names.server_veth.clone()]),
+            run_id: Some(names.id),
+            chain: None,
         }
+    }
+
+    /// The parking lot the testbed builds on this machine
+    /// ([`netns::Chain`]): the client and server namespaces' first node
+    /// addresses stand for the hosts in messages; each flow's own come from
+    /// its hops.
+    pub fn chain(names: &Names, pmd: Pmd, tollgate: &Path, chain: netns::Chain) -> Site {
+        let mut site = Site::namespaces(names, pmd, tollgate);
+        site.client.address = netns::chain_client_ip(chain.client_nodes[0]);
+        site.client.interface = None;
+        site.server.address = netns::chain_server_ip(chain.server_nodes[0]);
+        site.server.interface = None;
+        let mut ports = Vec::new();
+        let mut veths = Vec::new();
+        for h in 1..=chain.hops {
+            for right in [false, true] {
+                let iface = names.hop_router_end(h, right);
+                let i = ports.len();
+                ports.push(RouterPort {
+                    device: pmd.device(i),
+                    eal: vec!["--vdev".into(), pmd.vdev(i, &iface)],
+                });
+                veths.push(iface);
+            }
+        }
+        site.ports = ports;
+        site.veths = Some(veths);
+        site.chain = Some(chain);
+        site
     }
 
     /// What the run goes through, for the log and the results'
     /// `environment.note`.
     pub fn describe(&self) -> String {
+        if let Some(c) = &self.chain {
+            return format!(
+                "a parking lot of {} links: client {} and server {} on bridges through \
+                 tollgate-router's {} ports (L2)",
+                c.hops,
+                self.client.describe(),
+                self.server.describe(),
+                self.ports.len()
+            );
+        }
         format!(
             "client {} ({}) and server {} ({}) through tollgate-router on {} and {} (L2)",
             self.client.describe(),
@@ -202,9 +250,11 @@ impl Site {
         Ok(Site {
             client,
             server,
-            ports: [router_port(&p0), router_port(&p1)],
+            ports: vec![router_port(&p0), router_port(&p1)],
             eal: raw.router.eal,
             veths: None,
+            run_id: None,
+            chain: None,
         })
     }
 }
@@ -353,11 +403,12 @@ impl Endpoint {
         }
     }
 
-    /// Whether a TCP connection from this host to `addr` succeeds within
-    /// `limit` (retrying): the path through the router is up.
-    pub fn tcp_reachable(&self, addr: SocketAddr, limit: Duration) -> bool {
+    /// Whether a TCP connection from this host (from local address `from`,
+    /// namespaces only) to `addr` succeeds within `limit` (retrying): the
+    /// path through the router is up.
+    pub fn tcp_reachable(&self, from: Option<IpAddr>, addr: SocketAddr, limit: Duration) -> bool {
         match &self.host {
-            Host::Netns(ns) => netns::tcp_reachable(ns, addr, limit),
+            Host::Netns(ns) => netns::tcp_reachable(ns, from, addr, limit),
             Host::Remote(_) => {
                 let end = Instant::now() + limit;
                 let probe = format!(
