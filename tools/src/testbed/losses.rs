@@ -236,7 +236,6 @@ pub fn outside_losses(
             );
         }
     }
-    let mut add = |what: String, n: u64| add(&mut v, what, n);
     let mut devs: Vec<_> = router.devs.iter().collect();
     devs.sort_by(|a, b| a.0.cmp(b.0));
     for (name, d) in devs {
@@ -246,12 +245,12 @@ pub fn outside_losses(
             ("oerrors", d.oerrors),
             ("rx_nombuf", d.rx_nombuf),
         ] {
-            add(format!("router {name} {k}"), n);
+            add(&mut v, format!("router {name} {k}"), n);
         }
     }
     for lane in &router.lanes {
         for k in ["tx_full", "ring_full", "drop_delay_line_full"] {
-            add(format!("router {} {k}", lane.port), lane.get(k));
+            add(&mut v, format!("router {} {k}", lane.port), lane.get(k));
         }
     }
     v

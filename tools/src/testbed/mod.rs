@@ -766,11 +766,7 @@ pub fn run(
         "--flow-servers".into(),
         join(addresses.iter().map(|a| SocketAddr::new(a.1, SERVER_PORT))),
         "--bind-ports".into(),
-        ports
-            .iter()
-            .map(u16::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
+        join(ports.iter()),
         "--threads".into(),
         "1".into(),
         "--out".into(),

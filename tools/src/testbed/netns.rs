@@ -510,18 +510,14 @@ pub fn remove_run(names: &Names) -> Vec<String> {
     for ns in [&names.client_ns, &names.server_ns] {
         removed.extend(remove_netns(ns));
     }
-    // The dumbbell's two veths, and every link a parking lot made (hop
-    // veths, host veths, node bridges): all carry the run id. Deleting one
-    // end of a veth deletes its peer.
-    let mut links = vec![names.client_veth.clone(), names.server_veth.clone()];
-    links.extend(
-        link_list()
-            .into_iter()
-            .filter(|l| run_id(l) == Some(names.id)),
-    );
-    links.dedup();
-    for l in &links {
-        if sh(&["ip", "link", "del", l]).is_ok() {
+    // The dumbbell's two veths and every link a parking lot made (hop
+    // veths, host veths, node bridges) carry the run id. Deleting one end
+    // of a veth deletes its peer (its later `del` fails quietly).
+    let links = link_list()
+        .into_iter()
+        .filter(|l| run_id(l) == Some(names.id));
+    for l in links {
+        if sh(&["ip", "link", "del", &l]).is_ok() {
             removed.push(format!("link {l}"));
         }
     }
