@@ -174,6 +174,12 @@ pub struct FlowResult {
     pub lost_packets: u64,
     /// Datagrams the sender sent.
     pub sent_packets: u64,
+    /// UDP payload bytes the sender sent, retransmissions included (QUIC
+    /// flows; `None` for kernel TCP and quiche flows and in files written
+    /// before it existed). With `sent_packets` it gives the mean datagram
+    /// size, which path MTU discovery may raise above QUIC's initial 1200.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
     /// Smoothed RTT at the end, ms.
     pub srtt_ms: Option<f64>,
     /// RTT percentiles p50 / p99, ms.
@@ -426,6 +432,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
             access_drops: f.access_drops,
             lost_packets: report.map_or(0, |r| r.quic.path.lost_packets),
             sent_packets: report.map_or(0, |r| r.quic.udp_tx.datagrams),
+            sent_bytes: report.map(|r| r.quic.udp_tx.bytes),
             srtt_ms: report
                 .and_then(|r| r.cca.smoothed_rtt)
                 .map(|d| d.as_secs_f64() * 1e3),
