@@ -12,6 +12,8 @@
 // with --bottleneckDelay=MS (default 2) and --bottleneckMbps=R (default 100);
 // the output is then one line per flow and a summary line
 // ("total_mbps=... jfi=...") instead of the 2-flow table row.
+// --starts=S,S,... starts flow i's sender at the i-th time, seconds
+// (default: every flow at 0; missing entries are 0).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -203,6 +205,7 @@ main(int argc, char* argv[])
     double rttShort = 10, rttLong = 100;
     double jitterUs = 0;
     std::vector<double> rttList; // --rtts: N flows
+    std::vector<double> starts;  // --starts: per-flow sender start, s
     double bottleneckDelayMs = 2, bottleneckMbps = 100;
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
@@ -231,6 +234,13 @@ main(int argc, char* argv[])
             std::string item;
             while (std::getline(ss, item, ','))
                 rttList.push_back(std::stod(item));
+        }
+        else if (k == "starts")
+        {
+            std::stringstream ss(v);
+            std::string item;
+            while (std::getline(ss, item, ','))
+                starts.push_back(std::stod(item));
         }
         else if (k == "bottleneckDelay") bottleneckDelayMs = std::stod(v);
         else if (k == "bottleneckMbps") bottleneckMbps = std::stod(v);
@@ -292,7 +302,7 @@ main(int argc, char* argv[])
         BulkSendHelper src("ns3::TcpSocketFactory", InetSocketAddress(ir.GetAddress(1), port));
         src.SetAttribute("MaxBytes", UintegerValue(0));
         ApplicationContainer sa = src.Install(snd.Get(i));
-        sa.Start(Seconds(0));
+        sa.Start(Seconds(i < starts.size() ? starts[i] : 0.0));
         PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
         ApplicationContainer ka = sink.Install(rcv.Get(i));
         ka.Start(Seconds(0));
