@@ -14,6 +14,11 @@
 // ("total_mbps=... jfi=...") instead of the 2-flow table row.
 // --starts=S,S,... starts flow i's sender at the i-th time, seconds
 // (default: every flow at 0; missing entries are 0).
+// --tax=TAU (default 0: plain NewReno) makes every sender the taxation
+// poster's "option 6" as algorithms.md section 2 describes the authors'
+// code: after NewReno's increase (ns-3's, one segment per ACK in slow
+// start), if the window grew on this ACK, cwnd = cwnd_new - TAU * cwnd_new,
+// slow start included, with no congestion detector.
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -88,6 +93,32 @@ AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
     }
     return c;
 }
+// The poster's "option 6" tax over ns-3's NewReno (--tax).
+static double g_tax = 0;
+class TaxedNewReno : public TcpNewReno
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TollgateTaxedNewReno")
+                                .SetParent<TcpNewReno>()
+                                .AddConstructor<TaxedNewReno>();
+        return tid;
+    }
+    TaxedNewReno() = default;
+    TaxedNewReno(const TaxedNewReno& o) = default;
+    std::string GetName() const override { return "TaxedNewReno"; }
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<TaxedNewReno>(this); }
+    void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t segmentsAcked) override
+    {
+        uint32_t before = tcb->m_cWnd;
+        TcpNewReno::IncreaseWindow(tcb, segmentsAcked);
+        uint32_t grown = tcb->m_cWnd;
+        if (grown > before)
+            tcb->m_cWnd = uint32_t(grown - g_tax * grown);
+    }
+};
+
 static std::vector<uint64_t> g_drops;
 static std::vector<uint64_t> g_arrivals;
 static std::vector<uint64_t> g_rx;
@@ -242,13 +273,15 @@ main(int argc, char* argv[])
             while (std::getline(ss, item, ','))
                 starts.push_back(std::stod(item));
         }
+        else if (k == "tax") g_tax = std::stod(v);
         else if (k == "bottleneckDelay") bottleneckDelayMs = std::stod(v);
         else if (k == "bottleneckMbps") bottleneckMbps = std::stod(v);
         else { fprintf(stderr, "unknown %s\n", k.c_str()); return 2; }
     }
 
     RngSeedManager::SetRun(run);
-    Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::TcpNewReno"));
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType",
+                       TypeIdValue(g_tax > 0 ? TaxedNewReno::GetTypeId() : TcpNewReno::GetTypeId()));
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                        TypeIdValue(recovery == "prr" ? TcpPrrRecovery::GetTypeId()
                                                      : TcpClassicRecovery::GetTypeId()));
