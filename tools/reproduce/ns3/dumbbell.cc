@@ -19,6 +19,8 @@
 // code: after NewReno's increase (ns-3's, one segment per ACK in slow
 // start), if the window grew on this ACK, cwnd = cwnd_new - TAU * cwnd_new,
 // slow start included, with no congestion detector.
+// --cca=cubic runs ns-3's TcpCubic (its defaults, HyStart included) instead
+// of NewReno, with or without --tax; --hystart=0 turns HyStart off.
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -95,24 +97,25 @@ AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
 }
 // The poster's "option 6" tax over ns-3's NewReno (--tax).
 static double g_tax = 0;
-class TaxedNewReno : public TcpNewReno
+template <class Base>
+class Taxed : public Base
 {
   public:
     static TypeId GetTypeId()
     {
-        static TypeId tid = TypeId("ns3::TollgateTaxedNewReno")
-                                .SetParent<TcpNewReno>()
-                                .AddConstructor<TaxedNewReno>();
+        static TypeId tid = TypeId(("ns3::TollgateTaxed" + Base::GetTypeId().GetName().substr(5)).c_str())
+                                .template SetParent<Base>()
+                                .template AddConstructor<Taxed<Base>>();
         return tid;
     }
-    TaxedNewReno() = default;
-    TaxedNewReno(const TaxedNewReno& o) = default;
-    std::string GetName() const override { return "TaxedNewReno"; }
-    Ptr<TcpCongestionOps> Fork() override { return CopyObject<TaxedNewReno>(this); }
+    Taxed() = default;
+    Taxed(const Taxed& o) = default;
+    std::string GetName() const override { return "Taxed" + Base::GetName(); }
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<Taxed<Base>>(this); }
     void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t segmentsAcked) override
     {
         uint32_t before = tcb->m_cWnd;
-        TcpNewReno::IncreaseWindow(tcb, segmentsAcked);
+        Base::IncreaseWindow(tcb, segmentsAcked);
         uint32_t grown = tcb->m_cWnd;
         if (grown > before)
             tcb->m_cWnd = uint32_t(grown - g_tax * grown);
@@ -237,6 +240,8 @@ main(int argc, char* argv[])
     double jitterUs = 0;
     std::vector<double> rttList; // --rtts: N flows
     std::vector<double> starts;  // --starts: per-flow sender start, s
+    bool cubic = false;          // --cca=cubic: ns-3's TcpCubic
+    bool hystart = true;         // --hystart=0: TcpCubic without HyStart (ns-3's default is on)
     double bottleneckDelayMs = 2, bottleneckMbps = 100;
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
@@ -274,14 +279,18 @@ main(int argc, char* argv[])
                 starts.push_back(std::stod(item));
         }
         else if (k == "tax") g_tax = std::stod(v);
+        else if (k == "cca") cubic = v == "cubic";
+        else if (k == "hystart") hystart = v == "1" || v == "true";
         else if (k == "bottleneckDelay") bottleneckDelayMs = std::stod(v);
         else if (k == "bottleneckMbps") bottleneckMbps = std::stod(v);
         else { fprintf(stderr, "unknown %s\n", k.c_str()); return 2; }
     }
 
     RngSeedManager::SetRun(run);
-    Config::SetDefault("ns3::TcpL4Protocol::SocketType",
-                       TypeIdValue(g_tax > 0 ? TaxedNewReno::GetTypeId() : TcpNewReno::GetTypeId()));
+    TypeId cca = cubic ? (g_tax > 0 ? Taxed<TcpCubic>::GetTypeId() : TcpCubic::GetTypeId())
+                       : (g_tax > 0 ? Taxed<TcpNewReno>::GetTypeId() : TcpNewReno::GetTypeId());
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(cca));
+    Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(hystart));
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                        TypeIdValue(recovery == "prr" ? TcpPrrRecovery::GetTypeId()
                                                      : TcpClassicRecovery::GetTypeId()));
