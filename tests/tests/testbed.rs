@@ -908,13 +908,11 @@ fn flood_run(discipline: &'static str, rate: FloodRate) -> FloodRun {
     // 2026-11-23, a DropTail run that "offered only 27.8 Mbit/s" counted
     // at 1200 bytes, was a full link and a full-rate flood.
     let active_s = r.summary.duration_s - flood.start_s;
-    let flood_sent_mbps = flood
+    let flood_sent_bytes = flood
         .sent_bytes
         .unwrap_or_else(|| panic!("{discipline}: the QUIC flood reports no sent_bytes"))
-        as f64
-        * 8.0
-        / active_s
-        / 1e6;
+        as f64;
+    let flood_sent_mbps = flood_sent_bytes * 8.0 / active_s / 1e6;
     // The bottleneck port: data flows client -> server through port 1.
     let bottleneck = r
         .ports
@@ -939,8 +937,7 @@ fn flood_run(discipline: &'static str, rate: FloodRate) -> FloodRun {
         tcp_mbps: tcp.goodput_mbps,
         flood_mbps: flood.goodput_mbps,
         flood_sent_mbps,
-        flood_datagram_bytes: flood.sent_bytes.unwrap_or(0) as f64
-            / flood.sent_packets.max(1) as f64,
+        flood_datagram_bytes: flood_sent_bytes / flood.sent_packets.max(1) as f64,
         drops: bottleneck.dropped.clone(),
     }
 }

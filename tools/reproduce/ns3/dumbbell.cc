@@ -95,7 +95,7 @@ AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
     }
     return c;
 }
-// The poster's "option 6" tax over ns-3's NewReno (--tax).
+// The poster's "option 6" tax over a base CCA, ns-3's NewReno or CUBIC (--tax, --cca).
 static double g_tax = 0;
 template <class Base>
 class Taxed : public Base
