@@ -263,6 +263,12 @@ pub struct Rrmqs<P> {
     cfg: RrmqsConfig,
     index_of: [u8; 64],
     measuring: Vec<Fifo<P>>,
+    /// Packets and bytes in all measuring queues, kept as running counts:
+    /// `len` and `bytes` in O(1) instead of a sum over the `m` queues (the
+    /// emulator's queue trace and the criterion benchmark ask per packet),
+    /// and an empty measuring set skipped at dequeue without visiting them.
+    measuring_len: usize,
+    measuring_bytes: u64,
     slots: Vec<FlowSlot>,
     main_prio: Fifo<P>,
     main: Fifo<P>,
@@ -305,6 +311,8 @@ impl<P: PacketHandle> Rrmqs<P> {
             measuring: (0..m)
                 .map(|_| Fifo::with_capacity(config.packets_per_queue))
                 .collect(),
+            measuring_len: 0,
+            measuring_bytes: 0,
             slots: vec![FlowSlot::default(); m * config.flows_per_queue],
             main_prio: Fifo::with_capacity(config.main_limit),
             main: Fifo::with_capacity(config.main_limit),
@@ -463,13 +471,19 @@ impl<P: PacketHandle> Rrmqs<P> {
     }
 
     fn dequeue_measuring(&mut self) -> Option<P> {
+        if self.measuring_len == 0 {
+            return None;
+        }
         let m = self.measuring.len();
-        for i in 0..m {
-            let k = (self.rr_next + i) % m;
+        let mut k = self.rr_next;
+        for _ in 0..m {
             if let Some(p) = self.measuring[k].pop() {
-                self.rr_next = (k + 1) % m;
+                self.rr_next = if k + 1 == m { 0 } else { k + 1 };
+                self.measuring_len -= 1;
+                self.measuring_bytes -= u64::from(p.len_bytes());
                 return Some(p);
             }
+            k = if k + 1 == m { 0 } else { k + 1 };
         }
         None
     }
@@ -504,6 +518,8 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
             }
             return match self.measuring[k].push(packet) {
                 Ok(()) => {
+                    self.measuring_len += 1;
+                    self.measuring_bytes += u64::from(len);
                     self.tally[k].rr_packets += 1;
                     self.tally[k].rr_flows += u64::from(self.bloom_rr.insert(flow_key));
                     Verdict::Queued
@@ -547,13 +563,11 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
     }
 
     fn len(&self) -> usize {
-        self.main.len() + self.main_prio.len() + self.measuring.iter().map(Fifo::len).sum::<usize>()
+        self.main.len() + self.main_prio.len() + self.measuring_len
     }
 
     fn bytes(&self) -> u64 {
-        self.main.bytes()
-            + self.main_prio.bytes()
-            + self.measuring.iter().map(Fifo::bytes).sum::<u64>()
+        self.main.bytes() + self.main_prio.bytes() + self.measuring_bytes
     }
 
     fn counters(&self) -> &Counters {

@@ -219,3 +219,44 @@ fn without_feedback_the_meter_only_measures() {
     .unwrap_err();
     assert_eq!(e.field, "lower");
 }
+
+/// `len` and `bytes` are running counts (not sums over the queues): they
+/// must agree with the queues and the counters after any mix of measuring
+/// and main-queue packets, overflows, FINs and dequeues, and reach zero
+/// when drained.
+#[test]
+fn len_and_bytes_follow_every_queue_under_random_traffic() {
+    use tollgate_cca::rng;
+    let mut q = Rrmqs::new(&RrmqsConfig {
+        packets_per_queue: 3,
+        main_limit: 50,
+        ..cfg()
+    })
+    .unwrap();
+    let mut r = rng::seeded(7);
+    let variants = [A, B, C, VariantId::BBR];
+    for i in 0..20_000u64 {
+        let now = Time::from_micros(i * 7);
+        if rng::below(&mut r, 3) == 0 {
+            let _ = q.dequeue(now);
+        } else {
+            let v = variants[rng::below(&mut r, 4) as usize];
+            let p = PacketMeta {
+                flow_end: rng::below(&mut r, 50) == 0,
+                ..vpkt(
+                    rng::below(&mut r, 8),
+                    v,
+                    40 + rng::below(&mut r, 1460) as u32,
+                )
+            };
+            let _ = q.enqueue(p, now);
+        }
+        let main = q.queue_lens(A).0;
+        let measuring: usize = [A, B, C].iter().map(|&v| q.queue_lens(v).1).sum();
+        assert_eq!(q.len(), main + measuring, "step {i}");
+        assert_accounting(&q);
+    }
+    while q.dequeue(Time::from_millis(1000)).is_some() {}
+    assert_eq!((q.len(), q.bytes()), (0, 0));
+    assert_accounting(&q);
+}
