@@ -14,12 +14,18 @@
 //! the pre-loss window) and the window is never below it. On a congestion event
 //! `ssthresh = cwnd = max(cwnd * beta, 2 mss)` with `beta = 0.7` (§4.6), and with
 //! fast convergence (§4.7) `W_max = cwnd * (1 + beta) / 2` when the window had
-//! not regained the previous `W_max`. Slow start is standard (no HyStart++).
+//! not regained the previous `W_max`. Slow start is standard; with `hystart=on`
+//! HyStart's delay-increase test ([`crate::hystart`]) can end it before the
+//! first loss, as in Linux and ns-3, where it is on by default. Off by default
+//! here, so that results stay comparable with earlier Tollgate runs.
 
+use crate::hystart::HyStart;
 use crate::newreno::RenoCore;
 use crate::registry::{Algorithm, Env};
 use crate::spec::{Args, Kind, Param, SpecError};
-use crate::{Ack, CongestionControl, CongestionEvent, StatValue, Stats, Time, VariantId};
+use crate::{
+    Ack, CongestionControl, CongestionEvent, SentPacket, StatValue, Stats, Time, VariantId,
+};
 
 /// CUBIC's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -32,6 +38,8 @@ pub struct CubicConfig {
     pub fast_convergence: bool,
     /// Reno-friendly region (§4.3).
     pub reno_friendly: bool,
+    /// HyStart's delay-increase test in slow start ([`crate::hystart`]).
+    pub hystart: bool,
 }
 
 const PARAMS: &[Param] = &[
@@ -65,6 +73,12 @@ const PARAMS: &[Param] = &[
         default: "on",
         help: "never grow slower than an AIMD flow with the same beta",
     },
+    Param {
+        name: "hystart",
+        kind: Kind::Bool,
+        default: "off",
+        help: "end slow start when the RTT rises by clamp(min_rtt/8, 4ms, 16ms) (HyStart's delay test, on in Linux and ns-3)",
+    },
 ];
 
 impl CubicConfig {
@@ -74,6 +88,7 @@ impl CubicConfig {
             beta: args.float("beta")?,
             fast_convergence: args.bool("fast_convergence")?,
             reno_friendly: args.bool("reno_friendly")?,
+            hystart: args.bool("hystart")?,
         })
     }
 }
@@ -112,6 +127,8 @@ pub struct Cubic {
     cwnd_prior: f64,
     /// Latest smoothed RTT, seconds.
     srtt: f64,
+    /// HyStart's state (used only with `hystart = on`).
+    hystart: HyStart,
 }
 
 impl Cubic {
@@ -126,6 +143,7 @@ impl Cubic {
             w_est: 0.0,
             cwnd_prior: 0.0,
             srtt: 0.0,
+            hystart: HyStart::default(),
         }
     }
 
@@ -190,8 +208,22 @@ impl CongestionControl for Cubic {
         VariantId::CUBIC
     }
 
+    fn on_packet_sent(&mut self, _now: Time, sent: &SentPacket) {
+        if self.config.hystart {
+            self.hystart.on_packet_sent(sent.packet_number);
+        }
+    }
+
     fn on_ack(&mut self, now: Time, ack: &Ack) {
         self.srtt = ack.rtt.smoothed.as_secs_f64();
+        if self.config.hystart
+            && self.core.in_slow_start()
+            && self
+                .hystart
+                .on_ack(now, ack, self.core.cwnd / self.core.mss.max(1))
+        {
+            self.core.ssthresh = self.core.cwnd;
+        }
         let rest = self.core.congestion_avoidance_bytes(ack);
         if rest > 0 {
             self.congestion_avoidance(now, rest);
@@ -214,6 +246,7 @@ impl CongestionControl for Cubic {
         if event.persistent_congestion {
             self.core.persistent_congestion();
             self.epoch_start = None;
+            self.hystart.restart();
         }
     }
 
@@ -233,10 +266,15 @@ impl CongestionControl for Cubic {
     }
 
     fn stats(&self) -> Stats {
-        self.core.stats(vec![
+        let mut details = vec![
             ("w_max_segments", StatValue::Num(self.w_max)),
             ("k_seconds", StatValue::Num(self.k)),
-        ])
+        ];
+        if self.config.hystart {
+            let exit = f64::from(u8::from(self.hystart.found()));
+            details.push(("hystart_exit", StatValue::Num(exit)));
+        }
+        self.core.stats(details)
     }
 
     fn clone_box(&self) -> Box<dyn CongestionControl> {

@@ -50,6 +50,7 @@ pub mod detector;
 pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
+pub mod hystart;
 pub mod illinois;
 pub mod ledbat;
 pub mod libra;

@@ -12,6 +12,13 @@
 //! | `increment` | `w = w0 + (1 - tau) * (w1 - w0)` | tax only the increment |
 //! | `rtt-scaled` | `growth` with `tau = min(rtt_cap, rtt_scale / RTT)` | shorter RTT, higher tax |
 //!
+//! With `per=packet` (default) the tax is levied per newly acknowledged
+//! packet; with `per=ack`, once per ACK frame ([`CongestionControl::on_ack_batch_end`]),
+//! comparing the window before and after the frame's packets, as a TCP
+//! sender levies it per ACK. Under QUIC's ACK of every second packet the two
+//! differ by a factor of two in the window where growth and tax balance
+//! (about `g / tau` segments for `g` segments of growth per levy).
+//!
 //! With `detector=on` (default) the tax applies only while the RTT-rise
 //! [`CongestionDetector`] says the path is congested; the window never goes
 //! below two segments. The taxed variant's id is its base id with the tax bit
@@ -41,6 +48,7 @@ pub enum TaxMode {
 }
 
 const MODES: &[&str] = &["growth", "every-ack", "increment", "rtt-scaled"];
+const PER: &[&str] = &["packet", "ack"];
 
 /// The tax's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,6 +61,8 @@ pub struct TaxConfig {
     pub rtt_scale: Duration,
     /// ... capped at this.
     pub rtt_cap: f64,
+    /// Levy once per ACK frame instead of once per acknowledged packet.
+    pub per_ack_frame: bool,
     /// Gate the tax on the congestion detector.
     pub detector: bool,
     /// Detector settings.
@@ -89,6 +99,12 @@ const PARAMS: &[Param] = &[
         },
         default: "0.05",
         help: "rtt-scaled mode: largest tau",
+    },
+    Param {
+        name: "per",
+        kind: Kind::Choice(PER),
+        default: "packet",
+        help: "levy the tax per acknowledged packet or once per ACK frame (a TCP sender's per-ACK levy)",
     },
     Param {
         name: "detector",
@@ -135,6 +151,7 @@ impl TaxConfig {
             mode,
             rtt_scale: args.duration("rtt_scale")?,
             rtt_cap: args.float("rtt_cap")?,
+            per_ack_frame: args.choice("per")? == 1,
             detector: args.bool("detector")?,
             detector_config: DetectorConfig {
                 ring: args.int("ring")? as usize,
@@ -173,6 +190,9 @@ pub struct Taxed {
     detector: CongestionDetector,
     taxed_acks: u64,
     taxed_bytes: u64,
+    /// `per=ack`: the window before the current ACK frame, the frame's
+    /// latest RTT sample and the detector's verdict on it.
+    frame: Option<(u64, Duration, bool)>,
     base: Box<dyn CongestionControl>,
 }
 
@@ -184,6 +204,7 @@ impl Taxed {
             config,
             taxed_acks: 0,
             taxed_bytes: 0,
+            frame: None,
             base,
         }
     }
@@ -191,6 +212,27 @@ impl Taxed {
     /// The wrapped algorithm.
     pub fn base(&self) -> &dyn CongestionControl {
         self.base.as_ref()
+    }
+
+    /// Levy the tax on the growth from `before` to the base's window now
+    /// (one packet's or one ACK frame's), given the latest RTT sample and the
+    /// detector's verdict on it.
+    fn levy(&mut self, now: Time, before: u64, rtt: Duration, congested: bool) {
+        if self.config.detector && !congested {
+            return;
+        }
+        let after = self.base.window();
+        let tau = self.tax_rate(rtt);
+        let grew = after > before;
+        let taxed = match self.config.mode {
+            TaxMode::Growth | TaxMode::RttScaled if grew => after as f64 * (1.0 - tau),
+            TaxMode::EveryAck => after as f64 * (1.0 - tau),
+            TaxMode::Increment if grew => before as f64 + (after - before) as f64 * (1.0 - tau),
+            _ => return,
+        } as u64;
+        self.base.impose_window(now, taxed);
+        self.taxed_acks += 1;
+        self.taxed_bytes += after.saturating_sub(self.base.window());
     }
 
     fn tax_rate(&self, rtt: Duration) -> f64 {
@@ -220,26 +262,20 @@ impl CongestionControl for Taxed {
     fn on_ack(&mut self, now: Time, ack: &Ack) {
         let before = self.base.window();
         self.base.on_ack(now, ack);
-        let after = self.base.window();
         let congested = self.detector.on_rtt(now, ack.rtt.latest);
-        if self.config.detector && !congested {
+        if self.config.per_ack_frame {
+            let start = self.frame.map_or(before, |f| f.0);
+            self.frame = Some((start, ack.rtt.latest, congested));
             return;
         }
-        let tau = self.tax_rate(ack.rtt.latest);
-        let grew = after > before;
-        let taxed = match self.config.mode {
-            TaxMode::Growth | TaxMode::RttScaled if grew => after as f64 * (1.0 - tau),
-            TaxMode::EveryAck => after as f64 * (1.0 - tau),
-            TaxMode::Increment if grew => before as f64 + (after - before) as f64 * (1.0 - tau),
-            _ => return,
-        } as u64;
-        self.base.impose_window(now, taxed);
-        self.taxed_acks += 1;
-        self.taxed_bytes += after.saturating_sub(self.base.window());
+        self.levy(now, before, ack.rtt.latest, congested);
     }
 
     fn on_ack_batch_end(&mut self, now: Time, batch: &AckBatch) {
         self.base.on_ack_batch_end(now, batch);
+        if let Some((before, rtt, congested)) = self.frame.take() {
+            self.levy(now, before, rtt, congested);
+        }
     }
 
     fn on_congestion_event(&mut self, now: Time, event: &CongestionEvent) {
@@ -286,6 +322,7 @@ impl CongestionControl for Taxed {
             detector: self.detector.clone(),
             taxed_acks: self.taxed_acks,
             taxed_bytes: self.taxed_bytes,
+            frame: self.frame,
             base: self.base.clone(),
         })
     }

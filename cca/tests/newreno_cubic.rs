@@ -162,3 +162,61 @@ fn cubic_reno_friendly_region_keeps_pace_with_aimd() {
         "pure {pure_seg} friendly {friendly_seg}"
     );
 }
+
+/// HyStart (`hystart=on`): on a 40 ms path whose bottleneck holds 100
+/// packets in flight (more sit in a queue and add delay, up to 4 BDP), slow
+/// start ends in the first round whose RTT exceeds 40 ms + 5 ms (the round
+/// sent at a window of 160 packets, RTT 64 ms), long before the queue
+/// overflows; without HyStart the window keeps doubling past 4 BDP.
+#[test]
+fn cubic_hystart_leaves_slow_start_when_queueing_delay_appears() {
+    use tollgate_cca::{Ack, RttSample, SentPacket};
+    for hystart in [true, false] {
+        let mut cca = Cubic::new(
+            CubicConfig {
+                hystart,
+                ..CubicConfig::default()
+            },
+            &env(10),
+        );
+        let (mut now, mut pn) = (Time::ZERO, 0u64);
+        for _ in 0..7 {
+            // Send one window, then take its ACKs, one per packet, over one RTT.
+            let w = cca.window() / MSS;
+            let rtt = ms(40 * w.max(100) / 100);
+            let first = pn;
+            for _ in 0..w {
+                let sent = SentPacket {
+                    packet_number: pn,
+                    bytes: MSS,
+                    bytes_in_flight: (pn - first + 1) * MSS,
+                };
+                cca.on_packet_sent(now, &sent);
+                pn += 1;
+            }
+            for p in first..pn {
+                now = now + rtt / w as u32;
+                let ack = Ack {
+                    packet_number: p,
+                    bytes: MSS,
+                    sent_time: now,
+                    rtt: RttSample::fixed(rtt),
+                    app_limited: false,
+                };
+                cca.on_ack(now, &ack);
+            }
+        }
+        let ssthresh = cca.stats().ssthresh;
+        if hystart {
+            let exit = ssthresh.expect("HyStart set ssthresh") / MSS;
+            assert!(
+                (160..=180).contains(&exit),
+                "left slow start at {exit} packets"
+            );
+            assert!(cca.window() < 250 * MSS, "{}", cca.window() / MSS);
+        } else {
+            assert_eq!(ssthresh, None);
+            assert_eq!(cca.window(), 1280 * MSS);
+        }
+    }
+}

@@ -153,3 +153,62 @@ fn taxed_variant_ids_and_spec_strings() {
         "{e}"
     );
 }
+
+/// `per=ack`: one levy per ACK frame. In slow start, ACK frames covering two
+/// packets grow the window by two segments per levy, so growth (2 MSS) and
+/// tax (tau w) balance near 2 (1 - tau) / tau = 78 packets; with `per=packet`
+/// (one levy per packet, 1 MSS each) near 39. Frames of one packet levy the
+/// same under both.
+#[test]
+fn per_ack_frame_levy_balances_at_twice_the_window_under_two_packet_acks() {
+    use tollgate_cca::{Ack, AckBatch, RttSample, SentPacket, Time};
+    let settle = |spec: &str, per_frame: u64| {
+        let mut cca = build(spec, &env(10)).unwrap();
+        let (mut now, mut pn) = (Time::ZERO, 0u64);
+        for _ in 0..200 {
+            // One window sent, then acknowledged in frames of `per_frame` packets.
+            let first = pn;
+            for _ in 0..cca.window() / MSS {
+                let sent = SentPacket {
+                    packet_number: pn,
+                    bytes: MSS,
+                    bytes_in_flight: MSS,
+                };
+                cca.on_packet_sent(now, &sent);
+                pn += 1;
+            }
+            for frame in (first..pn).collect::<Vec<_>>().chunks(per_frame as usize) {
+                now = now + ms(1);
+                for &p in frame {
+                    let ack = Ack {
+                        packet_number: p,
+                        bytes: MSS,
+                        sent_time: now,
+                        rtt: RttSample::fixed(ms(50)),
+                        app_limited: false,
+                    };
+                    cca.on_ack(now, &ack);
+                }
+                let batch = AckBatch {
+                    bytes_in_flight: 0,
+                    app_limited: false,
+                    largest_acked: frame.last().copied(),
+                };
+                cca.on_ack_batch_end(now, &batch);
+            }
+        }
+        cca.window() as f64 / MSS as f64
+    };
+    let per_packet = settle("taxed(newreno, detector=off)", 2);
+    let per_ack = settle("taxed(newreno, detector=off, per=ack)", 2);
+    assert!(
+        (37.0..=41.0).contains(&per_packet),
+        "per packet: {per_packet}"
+    );
+    assert!((75.0..=80.0).contains(&per_ack), "per ACK frame: {per_ack}");
+    let single = settle("taxed(newreno, detector=off, per=ack)", 1);
+    assert!(
+        (37.0..=41.0).contains(&single),
+        "one-packet frames: {single}"
+    );
+}

@@ -20,7 +20,9 @@
 // start), if the window grew on this ACK, cwnd = cwnd_new - TAU * cwnd_new,
 // slow start included, with no congestion detector.
 // --cca=cubic runs ns-3's TcpCubic (its defaults, HyStart included) instead
-// of NewReno, with or without --tax; --hystart=0 turns HyStart off.
+// of NewReno, with or without --tax; --hystart=0 turns HyStart off and
+// --hystart=delay keeps only its delay-increase test (HyStartDetect=DELAY,
+// no ACK-train test: what Tollgate's `cubic(hystart=on)` implements).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -242,6 +244,7 @@ main(int argc, char* argv[])
     std::vector<double> starts;  // --starts: per-flow sender start, s
     bool cubic = false;          // --cca=cubic: ns-3's TcpCubic
     bool hystart = true;         // --hystart=0: TcpCubic without HyStart (ns-3's default is on)
+    bool hystartDelayOnly = false; // --hystart=delay: only the delay-increase test
     double bottleneckDelayMs = 2, bottleneckMbps = 100;
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
@@ -280,7 +283,11 @@ main(int argc, char* argv[])
         }
         else if (k == "tax") g_tax = std::stod(v);
         else if (k == "cca") cubic = v == "cubic";
-        else if (k == "hystart") hystart = v == "1" || v == "true";
+        else if (k == "hystart")
+        {
+            hystart = v == "1" || v == "true" || v == "delay";
+            hystartDelayOnly = v == "delay";
+        }
         else if (k == "bottleneckDelay") bottleneckDelayMs = std::stod(v);
         else if (k == "bottleneckMbps") bottleneckMbps = std::stod(v);
         else { fprintf(stderr, "unknown %s\n", k.c_str()); return 2; }
@@ -291,6 +298,10 @@ main(int argc, char* argv[])
                        : (g_tax > 0 ? Taxed<TcpNewReno>::GetTypeId() : TcpNewReno::GetTypeId());
     Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(cca));
     Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(hystart));
+    if (hystartDelayOnly)
+    {
+        Config::SetDefault("ns3::TcpCubic::HyStartDetect", IntegerValue(2)); // TcpCubic::DELAY (a private enum)
+    }
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                        TypeIdValue(recovery == "prr" ? TcpPrrRecovery::GetTypeId()
                                                      : TcpClassicRecovery::GetTypeId()));
