@@ -220,7 +220,7 @@ impl CongestionControl for Cubic {
             && self.core.in_slow_start()
             && self
                 .hystart
-                .on_ack(now, ack, self.core.cwnd / self.core.mss.max(1))
+                .on_ack(ack, self.core.cwnd / self.core.mss.max(1))
         {
             self.core.ssthresh = self.core.cwnd;
         }

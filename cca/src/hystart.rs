@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use crate::{Ack, Time};
+use crate::Ack;
 
 /// RTT samples per round before the round's minimum is tested.
 pub const MIN_SAMPLES: u32 = 8;
@@ -78,7 +78,7 @@ impl HyStart {
     /// Feed one acknowledged packet while the sender is in slow start with a
     /// window of `cwnd_segments`. Returns `true` when slow start must end now
     /// (the caller sets `ssthresh = cwnd`).
-    pub fn on_ack(&mut self, _now: Time, ack: &Ack, cwnd_segments: u64) -> bool {
+    pub fn on_ack(&mut self, ack: &Ack, cwnd_segments: u64) -> bool {
         let rtt = ack.rtt.latest;
         if rtt.is_zero() {
             return false;
@@ -117,7 +117,7 @@ impl HyStart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RttSample;
+    use crate::{RttSample, Time};
 
     fn ack(pn: u64, rtt_ms: u64) -> Ack {
         Ack {
@@ -134,7 +134,7 @@ mod tests {
         for pn in first_pn..first_pn + n {
             h.on_packet_sent(pn);
         }
-        (first_pn..first_pn + n).any(|pn| h.on_ack(Time::ZERO, &ack(pn, rtt_ms), cwnd))
+        (first_pn..first_pn + n).any(|pn| h.on_ack(&ack(pn, rtt_ms), cwnd))
     }
 
     #[test]
@@ -179,10 +179,10 @@ mod tests {
         // The round's minimum is its lowest early sample: 21 ms, under 20 + 4.
         let rtts = [30, 30, 21, 30, 30, 30, 30, 30];
         for (i, r) in rtts.iter().enumerate() {
-            assert!(!h.on_ack(Time::ZERO, &ack(20 + i as u64, *r), 30));
+            assert!(!h.on_ack(&ack(20 + i as u64, *r), 30));
         }
         for pn in 28..60 {
-            assert!(!h.on_ack(Time::ZERO, &ack(pn, 30), 30));
+            assert!(!h.on_ack(&ack(pn, 30), 30));
         }
     }
 }

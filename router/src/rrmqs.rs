@@ -477,13 +477,14 @@ impl<P: PacketHandle> Rrmqs<P> {
         let m = self.measuring.len();
         let mut k = self.rr_next;
         for _ in 0..m {
+            let next = if k + 1 == m { 0 } else { k + 1 };
             if let Some(p) = self.measuring[k].pop() {
-                self.rr_next = if k + 1 == m { 0 } else { k + 1 };
+                self.rr_next = next;
                 self.measuring_len -= 1;
                 self.measuring_bytes -= u64::from(p.len_bytes());
                 return Some(p);
             }
-            k = if k + 1 == m { 0 } else { k + 1 };
+            k = next;
         }
         None
     }
