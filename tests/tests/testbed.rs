@@ -572,33 +572,31 @@ const SIM_VS_TESTBED: &str = include_str!("../../tools/scenarios/sim-vs-testbed.
 const SIM_VS_TESTBED_PARKING_LOT: &str =
     include_str!("../../tools/scenarios/sim-vs-testbed-parking-lot.toml");
 
-/// Run scenario `text` (named `name`) through `tollgate testbed` once and
-/// `tollgate sim` with seeds 1-3; every sim seed must rank the flows as the
+/// Run scenario `text` (named `name`) through `tollgate sim` with seeds 1-3
+/// and through `tollgate testbed`; every sim seed must rank the flows as the
 /// testbed does (`tollgate compare`'s ordering: no pair ranked the other way
 /// round; a pair within 5 % in both runs is a tie) and give Jain's index
 /// within 0.1 of the testbed's.
+///
+/// The simulations are deterministic; the testbed runs in real time on a
+/// shared host, where other work can take the router's or the load
+/// generator's CPU for seconds (a red CI rehearsal of 2026-11-23, with
+/// clippy and tests running beside it: the 10 ms flow got 32.3 Mbit/s and
+/// the 160 ms flow 49.5, against about 76 and 3.5 on a quiet host). So a testbed run that disagrees is repeated once, with its problems
+/// and the router's stall time (`stalled_ms` in router.out) printed, and the
+/// test fails when the repeat disagrees too.
 fn sim_vs_testbed(test: &str, name: &str, text: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = unavailable() {
         return skip(test, &r);
     }
     let dir = scratch(name);
-    let run = run_testbed(&dir, text, &[]);
-    let (code, ref stdout, ref stderr) = run;
-    let tb_path = dir.join(format!("results/{name}/results.json"));
-    let tb = results_of(&dir, name, &run);
-    assert_eq!(
-        code,
-        Some(0),
-        "tollgate testbed failed:\n{stdout}\n{stderr}"
-    );
-    assert_eq!(tb.outside_losses, Vec::<(String, u64)>::new());
-    let tb_jain = tb.summary.jain.expect("testbed Jain's index");
-
+    let scenario = dir.join("scenario.toml");
+    std::fs::write(&scenario, text).unwrap();
     let sim_out = dir.join("sim");
     let out = Command::new(tollgate_bin())
         .arg("sim")
-        .arg(dir.join("scenario.toml"))
+        .arg(&scenario)
         .args(["--seeds", "3", "--quiet", "--no-plots", "--out"])
         .arg(&sim_out)
         .output()
@@ -608,6 +606,42 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
         "tollgate sim failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let sims: Vec<Results> = (1..=3)
+        .map(|seed| {
+            let path = sim_out.join(format!("{name}/default/seed-{seed}/results.json"));
+            results::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for attempt in 1..=2 {
+        let tb_dir = dir.join(format!("testbed-{attempt}"));
+        std::fs::create_dir_all(&tb_dir).unwrap();
+        problems = testbed_disagreements(&tb_dir, name, text, &sims);
+        if problems.is_empty() {
+            break;
+        }
+        if attempt == 1 {
+            println!("RETRY {name}: the testbed run disagreed: {problems:?}");
+        }
+    }
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+/// One `tollgate testbed` run of scenario `text` in `dir` against the sim
+/// runs `sims` (seeds 1, 2, ...): what disagrees, with the router's stall
+/// time when anything does.
+fn testbed_disagreements(dir: &Path, name: &str, text: &str, sims: &[Results]) -> Vec<String> {
+    let run = run_testbed(dir, text, &[]);
+    let (code, ref stdout, ref stderr) = run;
+    let tb_path = dir.join(format!("results/{name}/results.json"));
+    let tb = results_of(dir, name, &run);
+    assert_eq!(
+        code,
+        Some(0),
+        "tollgate testbed failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(tb.outside_losses, Vec::<(String, u64)>::new());
+    let tb_jain = tb.summary.jain.expect("testbed Jain's index");
     let goodputs = |r: &Results| -> Vec<String> {
         r.flows
             .iter()
@@ -616,9 +650,8 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
     };
     println!("testbed: {:?}, Jain {tb_jain:.3}", goodputs(&tb));
     let mut problems = Vec::new();
-    for seed in 1..=3 {
-        let path = sim_out.join(format!("{name}/default/seed-{seed}/results.json"));
-        let sim = results::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for (i, sim) in sims.iter().enumerate() {
+        let seed = i + 1;
         let sim_jain = sim.summary.jain.expect("sim Jain's index");
         let c = compare::compare(
             vec!["testbed".into(), "sim".into()],
@@ -627,7 +660,7 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
         let o = &c.ordering[0];
         println!(
             "sim seed {seed}: {:?}, Jain {sim_jain:.3}; {} of {} untied pairs ranked the other way",
-            goodputs(&sim),
+            goodputs(sim),
             o.discordant,
             o.pairs
         );
@@ -637,7 +670,7 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
                  testbed {:?})",
                 o.discordant,
                 o.pairs,
-                goodputs(&sim),
+                goodputs(sim),
                 goodputs(&tb)
             ));
         }
@@ -650,14 +683,24 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
     // `tollgate compare` of the two, for the log.
     let cmp = Command::new(tollgate_bin())
         .arg("compare")
-        .arg(sim_out.join(format!("{name}/default/seed-1/results.json")))
+        .arg(dir.join(format!("../sim/{name}/default/seed-1/results.json")))
         .arg(&tb_path)
         .args(["--labels", "sim,testbed", "--no-plots", "--out"])
         .arg(dir.join("compare"))
         .output()
         .expect("run tollgate compare");
     println!("{}", String::from_utf8_lossy(&cmp.stdout));
-    assert!(problems.is_empty(), "{problems:?}");
+    if !problems.is_empty() {
+        let router_out =
+            std::fs::read_to_string(dir.join(format!("results/{name}/testbed/router.out")))
+                .unwrap_or_default();
+        let stalled_ms = router_out
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("stalled_ms=")?.parse::<f64>().ok())
+            .fold(0.0, f64::max);
+        problems.push(format!("the router lost its CPU for {stalled_ms:.0} ms"));
+    }
+    problems
 }
 
 /// Issue 12, test 2: the same scenario file (tools/scenarios/sim-vs-testbed.toml:
