@@ -157,6 +157,12 @@ struct Row {
     tx_gbps: f64,
     /// `tx_mpps` over plain forwarding's in the same run and configuration.
     ratio_to_forward: f64,
+    /// `rx_mpps` over plain forwarding's: the packets the lcore took in and
+    /// handled, forwarded or dropped by the discipline. Without `--rate`
+    /// the link is not congested, yet RED and CHOKe drop some packets of
+    /// each received burst (it queues for a moment); this ratio, not the
+    /// forwarded one, is the lcore's cost.
+    rx_ratio_to_forward: f64,
     /// `tx_mpps` over the same case on 1 lcore in the same run (absent
     /// for 1-lcore rows, or when 1 lcore was not measured).
     ratio_to_1_lcore: Option<f64>,
@@ -206,8 +212,8 @@ fn parent(o: &Opts) -> ExitCode {
         o.layout,
         o.rate.as_deref().unwrap_or("link speed")
     );
-    println!("| frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | ratio to 1 lcore |");
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|");
+    println!("| frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | rx ratio to forward | ratio to 1 lcore |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut rows: Vec<Row> = Vec::new();
     for &frame in &o.frame_len {
         for &flows in &o.flows {
@@ -279,13 +285,14 @@ fn parent(o: &Opts) -> ExitCode {
                     tx_mpps: tx,
                     tx_gbps: tx * mean * 8.0 / 1e3,
                     ratio_to_forward: if base > 0.0 { tx / base } else { 0.0 },
+                    rx_ratio_to_forward: if base > 0.0 { rx / base } else { 0.0 },
                     ratio_to_1_lcore: match one_lcore {
                         Some((c, b)) if c == case && n > 1 && b > 0.0 => Some(tx / b),
                         _ => None,
                     },
                 };
                 println!(
-                    "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {} |",
+                    "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {} |",
                     row.frame,
                     row.flows,
                     row.case,
@@ -294,6 +301,7 @@ fn parent(o: &Opts) -> ExitCode {
                     row.tx_mpps,
                     row.tx_gbps,
                     row.ratio_to_forward,
+                    row.rx_ratio_to_forward,
                     row.ratio_to_1_lcore
                         .map(|r| format!("{r:.3}"))
                         .unwrap_or_else(|| "-".into())
