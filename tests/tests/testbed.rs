@@ -582,9 +582,10 @@ const SIM_VS_TESTBED_PARKING_LOT: &str =
 /// shared host, where other work can take the router's or the load
 /// generator's CPU for seconds (a red CI rehearsal of 2026-11-23, with
 /// clippy and tests running beside it: the 10 ms flow got 32.3 Mbit/s and
-/// the 160 ms flow 49.5, against about 76 and 3.5 on a quiet host). So a testbed run that disagrees is repeated once, with its problems
-/// and the router's stall time (`stalled_ms` in router.out) printed, and the
-/// test fails when the repeat disagrees too.
+/// the 160 ms flow 49.5, against about 76 and 3.5 on a quiet host). So a
+/// testbed run that disagrees is repeated once, with its problems and the
+/// router's stall time (`stalled_ms` in router.out) printed, and the test
+/// fails when the repeat disagrees too.
 fn sim_vs_testbed(test: &str, name: &str, text: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = unavailable() {
@@ -616,7 +617,8 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
     for attempt in 1..=2 {
         let tb_dir = dir.join(format!("testbed-{attempt}"));
         std::fs::create_dir_all(&tb_dir).unwrap();
-        problems = testbed_disagreements(&tb_dir, name, text, &sims);
+        let sim1 = sim_out.join(format!("{name}/default/seed-1/results.json"));
+        problems = testbed_disagreements(&tb_dir, name, text, &sims, &sim1);
         if problems.is_empty() {
             break;
         }
@@ -628,9 +630,16 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
 }
 
 /// One `tollgate testbed` run of scenario `text` in `dir` against the sim
-/// runs `sims` (seeds 1, 2, ...): what disagrees, with the router's stall
-/// time when anything does.
-fn testbed_disagreements(dir: &Path, name: &str, text: &str, sims: &[Results]) -> Vec<String> {
+/// runs `sims` (seeds 1, 2, ...; `sim1` is seed 1's results.json, compared
+/// in the log): what disagrees, with the router's stall time when anything
+/// does.
+fn testbed_disagreements(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    sims: &[Results],
+    sim1: &Path,
+) -> Vec<String> {
     let run = run_testbed(dir, text, &[]);
     let (code, ref stdout, ref stderr) = run;
     let tb_path = dir.join(format!("results/{name}/results.json"));
@@ -683,7 +692,7 @@ fn testbed_disagreements(dir: &Path, name: &str, text: &str, sims: &[Results]) -
     // `tollgate compare` of the two, for the log.
     let cmp = Command::new(tollgate_bin())
         .arg("compare")
-        .arg(dir.join(format!("../sim/{name}/default/seed-1/results.json")))
+        .arg(sim1)
         .arg(&tb_path)
         .args(["--labels", "sim,testbed", "--no-plots", "--out"])
         .arg(dir.join("compare"))
@@ -691,13 +700,7 @@ fn testbed_disagreements(dir: &Path, name: &str, text: &str, sims: &[Results]) -
         .expect("run tollgate compare");
     println!("{}", String::from_utf8_lossy(&cmp.stdout));
     if !problems.is_empty() {
-        let router_out =
-            std::fs::read_to_string(dir.join(format!("results/{name}/testbed/router.out")))
-                .unwrap_or_default();
-        let stalled_ms = router_out
-            .split_whitespace()
-            .filter_map(|w| w.strip_prefix("stalled_ms=")?.parse::<f64>().ok())
-            .fold(0.0, f64::max);
+        let stalled_ms = router_stalled_ms(&dir.join(format!("results/{name}/testbed/router.out")));
         problems.push(format!("the router lost its CPU for {stalled_ms:.0} ms"));
     }
     problems
@@ -732,6 +735,16 @@ fn the_same_parking_lot_ranks_flows_alike_in_sim_and_testbed() {
         "sim-vs-testbed-parking-lot",
         SIM_VS_TESTBED_PARKING_LOT,
     );
+}
+
+/// How long the router lost its CPU in a run: the largest `stalled_ms` in
+/// its router.out (0 when the file is missing).
+fn router_stalled_ms(router_out: &Path) -> f64 {
+    std::fs::read_to_string(router_out)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("stalled_ms=")?.parse::<f64>().ok())
+        .fold(0.0, f64::max)
 }
 
 /// The run id from the generated router.toml's first line.
@@ -967,12 +980,7 @@ fn flood_run(discipline: &'static str, rate: FloodRate) -> FloodRun {
             "the flood offered only {flood_sent_mbps:.1} Mbit/s"
         ));
     }
-    let router_out = std::fs::read_to_string(dir.join("results/testbed-flood/testbed/router.out"))
-        .unwrap_or_default();
-    let stalled_ms = router_out
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("stalled_ms=")?.parse::<f64>().ok())
-        .fold(0.0, f64::max);
+    let stalled_ms = router_stalled_ms(&dir.join("results/testbed-flood/testbed/router.out"));
     FloodRun {
         discipline,
         invalid,
