@@ -159,9 +159,11 @@ struct Row {
     ratio_to_forward: f64,
     /// `rx_mpps` over plain forwarding's: the packets the lcore took in and
     /// handled, forwarded or dropped by the discipline. Without `--rate`
-    /// the link is not congested, yet RED and CHOKe drop some packets of
-    /// each received burst (it queues for a moment); this ratio, not the
-    /// forwarded one, is the lcore's cost.
+    /// the link is not congested and the two ratios agree; with it, this
+    /// one counts the packets the discipline dropped too (the lcore's cost).
+    /// (Before the dataplane transmitted each packet as it arrived, RED and
+    /// CHOKe dropped 12-14 % of each received burst on the uncongested
+    /// link; router/DPDK.md.)
     rx_ratio_to_forward: f64,
     /// `tx_mpps` over the same case on 1 lcore in the same run (absent
     /// for 1-lcore rows, or when 1 lcore was not measured).

@@ -168,6 +168,9 @@ struct Detector {
     slots: Vec<Slot>,
     mask: usize,
     seed: u64,
+    /// Slots of the installed top set; 0 while the port is unsaturated, and
+    /// then [`Detector::is_top`] answers without touching the table.
+    tops: usize,
 }
 
 impl Detector {
@@ -176,6 +179,7 @@ impl Detector {
             slots: vec![Slot::default(); 2 * slots],
             mask: slots - 1,
             seed: mix64(seed ^ 0xCEB1),
+            tops: 0,
         }
     }
 
@@ -210,6 +214,9 @@ impl Detector {
 
     #[inline]
     fn is_top(&self, hash: u64) -> bool {
+        if self.tops == 0 {
+            return false;
+        }
         let tag = Self::tag(hash);
         self.index(hash).iter().any(|&i| self.slots[i].top == tag)
     }
@@ -237,10 +244,12 @@ impl Detector {
                 }
             }
         }
+        self.tops = n;
         (n, sum)
     }
 
     fn clear_top(&mut self) {
+        self.tops = 0;
         for s in &mut self.slots {
             s.top = 0;
         }

@@ -196,7 +196,7 @@ impl TxSinkParts<'_> {
             sink.c.bypass += 1;
             sink.send(p.mbuf);
         } else {
-            lane.port.receive(p, now, &mut sink);
+            lane.port.receive_and_send(p, now, &mut sink);
         }
     }
 
@@ -451,7 +451,7 @@ impl Router {
                             c: &mut lane.c,
                             pcap: self.pcap.as_mut(),
                         };
-                        lane.port.receive(Pkt::new(m, &c), now, &mut sink);
+                        lane.port.receive_and_send(Pkt::new(m, &c), now, &mut sink);
                     }
                     Err(_) => {
                         // Counted by the port as received + dropped (unparsable).

@@ -121,6 +121,59 @@ fn each_discipline_forwards_with_exact_accounting() {
 }
 
 #[test]
+fn red_and_choke_drop_nothing_on_an_uncongested_port() {
+    // Egress shaped at 100 Gbit/s: one lcore cannot offer that much, so the
+    // link is never busy and RED's and CHOKe's queue must stay empty. (When
+    // the dataplane enqueued a whole 32-frame RX burst before transmitting,
+    // the default thresholds of 5 and 15 packets read the burst as a queue
+    // and both dropped, router/DPDK.md.)
+    if let Err(r) = require_root() {
+        return skip("red_and_choke_drop_nothing_on_an_uncongested_port", &r);
+    }
+    for name in ["red", "choke"] {
+        let port = |dev: &str, peer: &str| {
+            format!(
+                "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\n\
+                 synthetic = {{ flows = 1024, frame_len = 64 }}\n\
+                 [ports.egress]\nrate = \"100Gbit\"\ndiscipline = \"{name}\"\n"
+            )
+        };
+        let config = format!(
+            "stats_interval = \"0s\"\n{}{}",
+            port("net_null0", "net_null1"),
+            port("net_null1", "net_null0")
+        );
+        let dir = scratch(&format!("uncongested-{name}"));
+        let run = run_router(
+            &dir,
+            &config,
+            "500ms",
+            &eal_args(&format!("tg-idle-{name}"), &["net_null0", "net_null1"]),
+        );
+        if let Some(r) = run.eal_unavailable() {
+            return skip("red_and_choke_drop_nothing_on_an_uncongested_port", &r);
+        }
+        assert_eq!(run.code, Some(0), "{name}:\n{}\n{}", run.stdout, run.stderr);
+        run.exact_totals(name);
+        for dev in ["net_null0", "net_null1"] {
+            let lane = run.lane(dev);
+            let received = num(&lane, "received");
+            assert!(received > 10_000, "{name} {dev}: {lane:?}");
+            let drops: Vec<_> = lane
+                .iter()
+                .filter(|(k, v)| k.starts_with("drop_") && v.as_str() != "0")
+                .collect();
+            assert!(
+                drops.is_empty(),
+                "{name} {dev}: dropped {drops:?}\n{}",
+                run.stdout
+            );
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
 fn net_ring_loopback_carries_real_frames() {
     if let Err(r) = require_root() {
         return skip("net_ring_loopback_carries_real_frames", &r);

@@ -140,6 +140,76 @@ fn per_class_delay_and_accounting() {
     assert_eq!(p.qdisc().counters().dequeued, 3);
 }
 
+/// Bursts of 32 64-byte frames through RED (default thresholds 5/15) at
+/// 10 Gbit/s, the way a dataplane takes them from an RX queue, at half and
+/// at twice the shaped rate. Returns (RED's drops, the most packets the
+/// discipline held after a burst, bits per second transmitted).
+fn red_bursts(load: f64, per_packet_send: bool) -> (u64, usize, f64) {
+    use tollgate_router::red::Red;
+    let rate = 10e9;
+    let red = RedConfig {
+        link_rate_bps: rate,
+        ..RedConfig::default()
+    };
+    let mut p = Port::new(
+        Classifier::dscp(),
+        9,
+        &DelayConfig::default(),
+        Red::<PacketMeta>::new(&red).unwrap(),
+        &ShaperConfig {
+            rate_bps: rate,
+            burst_bytes: 125_000,
+        },
+    )
+    .unwrap();
+    let mut sink = Record::default();
+    let (burst, len) = (32u64, 64u32);
+    let gap_ns = (burst * u64::from(len) * 8) as f64 / (rate * load) * 1e9;
+    let bursts = 20_000u64;
+    let mut most = 0;
+    for b in 0..bursts {
+        let now = Time::from_nanos((b as f64 * gap_ns) as u64);
+        for i in 0..burst {
+            let pkt = vpkt(b * burst + i, VariantId::UNMARKED, len);
+            if per_packet_send {
+                p.receive_and_send(pkt, now, &mut sink);
+            } else {
+                p.receive(pkt, now, &mut sink);
+            }
+        }
+        most = most.max(p.qdisc().len());
+        p.poll(now, &mut sink);
+    }
+    let c = p.counters();
+    assert_eq!(
+        c.received,
+        c.dequeued + c.dropped_total() + p.in_flight() as u64
+    );
+    let span = (bursts - 1) as f64 * gap_ns / 1e9;
+    let bits: u64 = sink.tx.iter().map(|(_, m)| u64::from(m.len) * 8).sum();
+    (c.dropped_total(), most, bits as f64 / span)
+}
+
+#[test]
+fn an_rx_burst_on_an_idle_link_is_not_a_queue() {
+    // Half the shaped rate: the link is idle between bursts. Received a
+    // burst at a time and polled after it, the discipline holds the whole
+    // burst and RED's average reads it as congestion.
+    let (drops, most, _) = red_bursts(0.5, false);
+    assert_eq!(most, 32);
+    assert!(drops > 1_000, "RED dropped {drops} batched packets");
+    // Sent as they arrive (receive_and_send): nothing waits, nothing drops.
+    let (drops, most, bps) = red_bursts(0.5, true);
+    assert_eq!((drops, most), (0, 0));
+    assert!((bps - 5e9).abs() / 5e9 < 0.01, "{bps} bit/s");
+    // Twice the shaped rate: the queue is real; RED holds it between its
+    // thresholds and drops the excess, and the link stays at its rate.
+    let (drops, most, bps) = red_bursts(2.0, true);
+    assert!(most > 5, "queue {most}");
+    assert!(drops > 100_000, "RED dropped {drops}");
+    assert!((bps - 10e9).abs() / 10e9 < 0.01, "{bps} bit/s");
+}
+
 #[test]
 fn rule_delay_applies_to_exactly_its_packets() {
     // Two flows of one variant get different delays from 5-tuple rules;
