@@ -1,6 +1,7 @@
 //! Cebinae: the heavy flow is classified top; on a saturated port the top
 //! class is limited to (1 - tau) of its previous rate and bot flows gain; an
-//! unsaturated port is not taxed.
+//! unsaturated port is not taxed, and one that stops being saturated stops
+//! taxing (nothing stays top).
 
 use std::time::Duration;
 
@@ -43,11 +44,21 @@ fn run(
     srcs: &mut [Source],
     ticks: u64,
 ) -> (Vec<u64>, Vec<ReconfigReport>, Vec<(u64, u64)>) {
+    run_from(q, srcs, 0, ticks)
+}
+
+/// [`run`] from tick `from` on (to continue a run with other sources).
+fn run_from(
+    q: &mut Cebinae<PacketMeta>,
+    srcs: &mut [Source],
+    from: u64,
+    ticks: u64,
+) -> (Vec<u64>, Vec<ReconfigReport>, Vec<(u64, u64)>) {
     let mut reports: Vec<ReconfigReport> = Vec::new();
     let mut delivered = vec![0u64; srcs.len()];
     let mut departures = Vec::new();
     let mut rng = rng::seeded(11);
-    for tick in 0..ticks {
+    for tick in from..from + ticks {
         for (at, p) in tick_arrivals(srcs, tick, TICK_NS, &mut rng) {
             let _ = q.enqueue(p, at);
         }
@@ -157,6 +168,27 @@ fn saturated_port_taxes_the_heavy_flow_and_bot_flows_gain() {
     // The tax costs little throughput: the link stays busy.
     let busy = got.iter().sum::<u64>() as f64 / (ticks as f64 * f64::from(LEN));
     assert!(busy > 0.9, "utilisation {busy}");
+    assert_accounting(&q);
+}
+
+#[test]
+fn a_port_that_stops_being_saturated_stops_taxing() {
+    let c = cfg();
+    let mut q = Cebinae::new(&c).unwrap();
+    let ticks = 25_000; // 2 s
+    run(&mut q, &mut sources(1.2, 0.25), ticks);
+    assert!(q.is_top(flow_hash(1)), "heavy flow is top");
+    assert!(q.counters().dropped_for(DropReason::Tax) > 0);
+    // The same flows at 0.7 of the link: once the backlog has drained the
+    // evaluations find the port unsaturated and nothing is top any more.
+    let (_, reports, _) = run_from(&mut q, &mut sources(0.5, 0.1), ticks, ticks);
+    let last = reports.last().expect("evaluations ran");
+    assert!(!last.saturated && last.top_flows == 0, "{last:?}");
+    assert!(!q.is_top(flow_hash(1)) && !q.is_top(flow_hash(2)));
+    let taxed = q.counters().dropped_for(DropReason::Tax);
+    run_from(&mut q, &mut sources(0.5, 0.1), 2 * ticks, ticks);
+    assert_eq!(q.counters().dropped_for(DropReason::Tax), taxed);
+    assert_eq!(q.head_rates_bps(), (c.line_rate_bps, c.line_rate_bps));
     assert_accounting(&q);
 }
 
