@@ -607,18 +607,18 @@ fn sim_vs_testbed(test: &str, name: &str, text: &str) {
         "tollgate sim failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let sims: Vec<Results> = (1..=3)
-        .map(|seed| {
-            let path = sim_out.join(format!("{name}/default/seed-{seed}/results.json"));
-            results::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        })
+    let sim_paths: Vec<PathBuf> = (1..=3)
+        .map(|seed| sim_out.join(format!("{name}/default/seed-{seed}/results.json")))
+        .collect();
+    let sims: Vec<Results> = sim_paths
+        .iter()
+        .map(|path| results::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .collect();
     let mut problems = Vec::new();
     for attempt in 1..=2 {
         let tb_dir = dir.join(format!("testbed-{attempt}"));
         std::fs::create_dir_all(&tb_dir).unwrap();
-        let sim1 = sim_out.join(format!("{name}/default/seed-1/results.json"));
-        problems = testbed_disagreements(&tb_dir, name, text, &sims, &sim1);
+        problems = testbed_disagreements(&tb_dir, name, text, &sims, &sim_paths[0]);
         if problems.is_empty() {
             break;
         }
