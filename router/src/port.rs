@@ -293,20 +293,32 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     #[inline]
     pub fn receive_and_send(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
         self.receive(packet, now, sink);
-        if self.slot.is_some() && now < self.slot_ready {
-            // The link is busy: leave the waiting packet where it is.
-            return;
-        }
-        self.send_ready(now, sink, true);
+        self.send_if_link_free(now, sink);
     }
 
-    /// Move due packets through the discipline and transmit what the shaper allows.
+    /// Move due packets through the discipline and transmit what the shaper
+    /// allows. Each packet leaving the delay line is offered and then sent
+    /// if the link is free, as [`Port::receive_and_send`] does: offering
+    /// every due packet first would make the discipline hold a burst at
+    /// each call on an idle link (a port with a `delay`, polled once per
+    /// loop iteration, releases everything that fell due since the last one).
     pub fn poll(&mut self, now: Time, sink: &mut impl Sink<P>) {
         self.qdisc.poll(now);
         while let Some(p) = self.delay.pop_ready(now) {
             self.offer(p, now, sink);
+            self.send_if_link_free(now, sink);
         }
         self.send_ready(now, sink, false);
+    }
+
+    /// [`Port::send_ready`] unless the packet waiting in the TX slot is not
+    /// due yet (then the link is busy and nothing can go).
+    #[inline]
+    fn send_if_link_free(&mut self, now: Time, sink: &mut impl Sink<P>) {
+        if self.slot.is_some() && now < self.slot_ready {
+            return;
+        }
+        self.send_ready(now, sink, true);
     }
 
     /// Dequeue and transmit while the shaper allows; a refused packet waits

@@ -126,18 +126,27 @@ fn red_and_choke_drop_nothing_on_an_uncongested_port() {
     // link is never busy and RED's and CHOKe's queue must stay empty. (When
     // the dataplane enqueued a whole 32-frame RX burst before transmitting,
     // the default thresholds of 5 and 15 packets read the burst as a queue
-    // and both dropped, router/DPDK.md.)
+    // and both dropped, router/DPDK.md.) The same with a 1 ms port delay:
+    // every loop iteration's poll releases the packets that fell due since
+    // the last one, and they too must go out as they are offered.
     if let Err(r) = require_root() {
         return skip("red_and_choke_drop_nothing_on_an_uncongested_port", &r);
     }
-    for name in ["red", "choke"] {
+    for (name, delay) in [
+        ("red", "0s"),
+        ("choke", "0s"),
+        ("red", "1ms"),
+        ("choke", "1ms"),
+    ] {
         let port = |dev: &str, peer: &str| {
             format!(
                 "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\n\
                  synthetic = {{ flows = 1024, frame_len = 64 }}\n\
-                 [ports.egress]\nrate = \"100Gbit\"\ndiscipline = \"{name}\"\n"
+                 [ports.egress]\nrate = \"100Gbit\"\ndiscipline = \"{name}\"\n\
+                 delay = \"{delay}\"\n"
             )
         };
+        let name = &format!("{name}-delay-{delay}");
         let config = format!(
             "stats_interval = \"0s\"\n{}{}",
             port("net_null0", "net_null1"),

@@ -142,9 +142,10 @@ fn per_class_delay_and_accounting() {
 
 /// Bursts of 32 64-byte frames through RED (default thresholds 5/15) at
 /// 10 Gbit/s, the way a dataplane takes them from an RX queue, at half and
-/// at twice the shaped rate. Returns (RED's drops, the most packets the
-/// discipline held after a burst, bits per second transmitted).
-fn red_bursts(load: f64, per_packet_send: bool) -> (u64, usize, f64) {
+/// at twice the shaped rate, through a port with `delay` (its delay line
+/// releases a burst at a time in `poll`). Returns (RED's drops, the most
+/// packets the discipline held after a burst, bits per second transmitted).
+fn red_bursts(load: f64, per_packet_send: bool, delay: Duration) -> (u64, usize, f64) {
     use tollgate_router::red::Red;
     let rate = 10e9;
     let red = RedConfig {
@@ -154,7 +155,10 @@ fn red_bursts(load: f64, per_packet_send: bool) -> (u64, usize, f64) {
     let mut p = Port::new(
         Classifier::dscp(),
         9,
-        &DelayConfig::default(),
+        &DelayConfig {
+            delay,
+            ..DelayConfig::default()
+        },
         Red::<PacketMeta>::new(&red).unwrap(),
         &ShaperConfig {
             rate_bps: rate,
@@ -180,6 +184,12 @@ fn red_bursts(load: f64, per_packet_send: bool) -> (u64, usize, f64) {
         most = most.max(p.qdisc().len());
         p.poll(now, &mut sink);
     }
+    // Keep polling, at the same pace, until the delay line is empty.
+    let mut b = bursts;
+    while p.in_flight() > 0 && b < 2 * bursts {
+        p.poll(Time::from_nanos((b as f64 * gap_ns) as u64), &mut sink);
+        b += 1;
+    }
     let c = p.counters();
     assert_eq!(
         c.received,
@@ -195,19 +205,35 @@ fn an_rx_burst_on_an_idle_link_is_not_a_queue() {
     // Half the shaped rate: the link is idle between bursts. Received a
     // burst at a time and polled after it, the discipline holds the whole
     // burst and RED's average reads it as congestion.
-    let (drops, most, _) = red_bursts(0.5, false);
+    let none = Duration::ZERO;
+    let (drops, most, _) = red_bursts(0.5, false, none);
     assert_eq!(most, 32);
     assert!(drops > 1_000, "RED dropped {drops} batched packets");
     // Sent as they arrive (receive_and_send): nothing waits, nothing drops.
-    let (drops, most, bps) = red_bursts(0.5, true);
+    let (drops, most, bps) = red_bursts(0.5, true, none);
     assert_eq!((drops, most), (0, 0));
     assert!((bps - 5e9).abs() / 5e9 < 0.01, "{bps} bit/s");
     // Twice the shaped rate: the queue is real; RED holds it between its
     // thresholds and drops the excess, and the link stays at its rate.
-    let (drops, most, bps) = red_bursts(2.0, true);
+    let (drops, most, bps) = red_bursts(2.0, true, none);
     assert!(most > 5, "queue {most}");
     assert!(drops > 100_000, "RED dropped {drops}");
     assert!((bps - 10e9).abs() / 10e9 < 0.01, "{bps} bit/s");
+}
+
+#[test]
+fn a_burst_leaving_the_delay_line_on_an_idle_link_is_not_a_queue() {
+    // The same bursts through a port with a 1 ms delay: `poll` releases a
+    // whole burst from the delay line at once. At half the shaped rate
+    // nothing may wait or drop; at twice the rate RED still works.
+    for delay in [Duration::from_millis(1), Duration::from_micros(10)] {
+        let (drops, _, bps) = red_bursts(0.5, true, delay);
+        assert_eq!(drops, 0, "delay {delay:?}");
+        assert!((bps - 5e9).abs() / 5e9 < 0.01, "{bps} bit/s");
+        let (drops, _, bps) = red_bursts(2.0, true, delay);
+        assert!(drops > 100_000, "RED dropped {drops}");
+        assert!((bps - 10e9).abs() / 10e9 < 0.01, "{bps} bit/s");
+    }
 }
 
 #[test]
