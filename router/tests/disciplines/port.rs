@@ -223,9 +223,10 @@ fn an_rx_burst_on_an_idle_link_is_not_a_queue() {
 
 #[test]
 fn a_burst_leaving_the_delay_line_on_an_idle_link_is_not_a_queue() {
-    // The same bursts through a port with a 1 ms delay: `poll` releases a
-    // whole burst from the delay line at once. At half the shaped rate
-    // nothing may wait or drop; at twice the rate RED still works.
+    // The same bursts through a port with a 1 ms or a 10 us delay: `poll`
+    // releases a whole burst from the delay line at once. At half the
+    // shaped rate nothing may wait or drop; at twice the rate RED still
+    // works.
     for delay in [Duration::from_millis(1), Duration::from_micros(10)] {
         let (drops, _, bps) = red_bursts(0.5, true, delay);
         assert_eq!(drops, 0, "delay {delay:?}");
