@@ -287,6 +287,7 @@ fn flows_start_on_schedule_and_rate_caps_hold_every_second() {
     let setup = start(None, 1024);
     let s = scenario(
         r#"duration = "5s"
+sample_interval = "10ms"
 [[flows]]
 name = "starts"
 count = 4
@@ -333,6 +334,23 @@ rate_cap = "40Mbit"
             rates.iter().all(|r| (r - 40.0).abs() <= 0.8),
             "{}: per-second goodput {rates:?} Mbit/s against a 40 Mbit/s cap",
             f.cca
+        );
+        // The live count is fresh at every 10 ms sample: a capped flow moves
+        // 50 kB per sample, and a count refreshed only every 50 ms shows no
+        // progress in four samples of five. (Kernel TCP over loopback acks
+        // whole 64 kB segments, about one per 13.7 ms at 40 Mbit/s, so one
+        // sample in four shows none there.)
+        let (a, b) = (
+            t.iter().position(|&x| x >= 1.0).unwrap(),
+            t.iter().position(|&x| x >= 4.0).unwrap(),
+        );
+        let steps: Vec<u64> = rx[a..=b].windows(2).map(|w| w[1] - w[0]).collect();
+        let stalled = steps.iter().filter(|&&d| d < 50_000 / 4).count();
+        assert!(
+            stalled * 2 < steps.len(),
+            "{}: {stalled} of {} 10 ms samples moved less than 12.5 kB",
+            f.cca,
+            steps.len()
         );
     }
 }

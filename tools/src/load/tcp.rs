@@ -255,6 +255,11 @@ impl Sampler {
         }
     }
 
+    /// `tcpi_bytes_acked` now (not at the last sample).
+    fn bytes_acked(&self) -> Option<u64> {
+        tcp_info(self.fd).ok().map(|s| s.bytes_acked)
+    }
+
     fn sample(&mut self, out: &mut TcpOutcome) {
         self.next = Instant::now() + SAMPLE;
         if let Ok(s) = tcp_info(self.fd) {
@@ -312,8 +317,12 @@ fn upload(
             break;
         }
         sampler.maybe(out);
-        if let Some(s) = &out.stats {
-            progress.store(s.bytes_acked.saturating_sub(header_len), Ordering::Relaxed);
+        // The live count is read fresh, not from the last sample: the run's
+        // series reads it on its own grid, and a count up to SAMPLE old put
+        // a whole SAMPLE of bytes into the wrong interval whenever the two
+        // grids slipped past each other (a 40 Mbit/s capped flow read 38.1).
+        if let Some(acked) = sampler.bytes_acked() {
+            progress.store(acked.saturating_sub(header_len), Ordering::Relaxed);
         }
         let mut n = (limit - sent).min(CHUNK as u64) as usize;
         if let Some(bps) = flow.rate_cap_bps {
