@@ -35,6 +35,7 @@ Examples:
   tollgate-dpdk-bench --seconds 2 --frame-len 64 --flows 1024
   tollgate-dpdk-bench --seconds 3 --frame-len 64,512,1514,imix --flows 1,1024,100000 --json out.json
   tollgate-dpdk-bench --rate 1Gbit --cases droptail,red   # offered load above the shaped rate
+  tollgate-dpdk-bench --rate 2Gbit --heavy 16:0.5 --cases cebinae   # 16 heavy hitters send half the frames
   tollgate-dpdk-bench --lcores 1,2 --seconds 3            # pipeline: ratio of 2 to 1 lcore
   tollgate-dpdk-bench --seconds 1 -- --log-level=pmd.net.null:debug
 
@@ -86,6 +87,12 @@ struct Opts {
     /// the offered load, the shaper and the drop paths are measured too.
     #[arg(long)]
     rate: Option<String>,
+    /// Heavy hitters, `N:SHARE`: the first N flows send SHARE of the frames
+    /// (e.g. `16:0.5`), the other flows the rest; N must be below every
+    /// `--flows` value. Default: every flow sends alike (round robin), so
+    /// under overload every flow Cebinae caches is a top flow.
+    #[arg(long, value_name = "N:SHARE", value_parser = heavy)]
+    heavy: Option<Heavy>,
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -98,6 +105,30 @@ struct Opts {
     /// Extra DPDK EAL arguments, after `--` (appended to the built-in ones).
     #[arg(last = true, value_name = "EAL_ARGS")]
     eal_extra: Vec<String>,
+}
+
+/// Heavy hitters: the number of heavy flows and their share of the frames.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Heavy {
+    flows: u32,
+    share: f64,
+}
+
+impl std::fmt::Display for Heavy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.flows, self.share)
+    }
+}
+
+fn heavy(s: &str) -> Result<Heavy, String> {
+    let bad = || format!("{s:?} is not N:SHARE with N >= 1 flows and SHARE in (0, 1), e.g. 16:0.5");
+    let (n, share) = s.split_once(':').ok_or_else(bad)?;
+    let flows = n.trim().parse::<u32>().map_err(|_| bad())?;
+    let share = share.trim().parse::<f64>().map_err(|_| bad())?;
+    if flows == 0 || !(share > 0.0 && share < 1.0) {
+        return Err(bad());
+    }
+    Ok(Heavy { flows, share })
 }
 
 /// A synthetic frame size: fixed, or simple IMIX.
@@ -129,7 +160,7 @@ fn frame_size(s: &str) -> Result<FrameSize, String> {
 }
 
 impl FrameSize {
-    fn synthetic(self, flows: u32) -> SyntheticConfig {
+    fn synthetic(self, flows: u32, heavy: Option<Heavy>) -> SyntheticConfig {
         SyntheticConfig {
             flows,
             frame_len: match self {
@@ -138,6 +169,8 @@ impl FrameSize {
             },
             variants: Vec::new(),
             imix: self == FrameSize::Imix,
+            heavy_flows: heavy.map_or(0, |h| h.flows),
+            heavy_share: heavy.map_or(0.5, |h| h.share),
         }
     }
 }
@@ -175,6 +208,8 @@ struct Row {
 struct Report<'a> {
     seconds: f64,
     rate: Option<&'a str>,
+    /// Heavy hitters (`--heavy`), if any.
+    heavy: Option<Heavy>,
     rows: &'a [Row],
 }
 
@@ -191,6 +226,19 @@ fn seconds(s: &str) -> Result<f64, String> {
 pub fn main() -> ExitCode {
     // clap prints the error with a usage line and exits 2 (0 for --help).
     let o = Opts::parse();
+    if let Some(h) = o.heavy {
+        if let Some(f) = o.flows.iter().find(|&&f| f <= h.flows) {
+            eprintln!(
+                "error: --heavy {h}: {} heavy flows need more than that many --flows (got {f}); lower N or raise --flows",
+                h.flows
+            );
+            return ExitCode::from(2);
+        }
+        if o.frame_len.contains(&FrameSize::Imix) && o.flows.iter().any(|&f| f < 12) {
+            eprintln!("error: --heavy with --frame-len imix needs --flows >= 12");
+            return ExitCode::from(2);
+        }
+    }
     tollgate_dataplane::logging::init(o.verbose);
     match &o.child {
         Some(case) => child(&o, case),
@@ -208,11 +256,15 @@ fn parent(o: &Opts) -> ExitCode {
     };
     let lcores: Vec<String> = o.lcores.iter().map(u32::to_string).collect();
     println!(
-        "tollgate-dpdk-bench: {} s per case, lcores {} (2-lcore layout {}), net_null0 <-> net_null1, shaped rate {}",
+        "tollgate-dpdk-bench: {} s per case, lcores {} (2-lcore layout {}), net_null0 <-> net_null1, shaped rate {}, {}",
         o.seconds,
         lcores.join(","),
         o.layout,
-        o.rate.as_deref().unwrap_or("link speed")
+        o.rate.as_deref().unwrap_or("link speed"),
+        o.heavy.map_or("every flow alike".to_string(), |h| format!(
+            "the first {} flows send {} of the frames",
+            h.flows, h.share
+        ))
     );
     println!("| frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | rx ratio to forward | ratio to 1 lcore |");
     println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
@@ -243,6 +295,9 @@ fn parent(o: &Opts) -> ExitCode {
                     ]);
                 if let Some(r) = &o.rate {
                     cmd.args(["--rate", r]);
+                }
+                if let Some(h) = o.heavy {
+                    cmd.args(["--heavy", &h.to_string()]);
                 }
                 let out = cmd
                     .args((0..o.verbose).map(|_| "-v"))
@@ -316,6 +371,7 @@ fn parent(o: &Opts) -> ExitCode {
         let report = Report {
             seconds: o.seconds,
             rate: o.rate.as_deref(),
+            heavy: o.heavy,
             rows: &rows,
         };
         let text = match serde_json::to_string_pretty(&report) {
@@ -374,7 +430,7 @@ fn child(o: &Opts, case: &str) -> ExitCode {
     };
     match r {
         Ok((rx, tx, secs)) => {
-            let mean = Synth::new(&o.frame_len[0].synthetic(o.flows[0])).mean_len();
+            let mean = Synth::new(&o.frame_len[0].synthetic(o.flows[0], o.heavy)).mean_len();
             println!(
                 "RESULT case={case} rx={rx} tx={tx} secs={secs:.3} rx_mpps={:.4} tx_mpps={:.4} mean_len={mean:.1}",
                 rx as f64 / secs / 1e6,
@@ -408,7 +464,7 @@ fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
         &pool,
     )
     .map_err(|e| e.to_string())?;
-    let syn = o.frame_len[0].synthetic(o.flows[0]);
+    let syn = o.frame_len[0].synthetic(o.flows[0], o.heavy);
     let mut s = [Synth::new(&syn), Synth::new(&syn)];
     let mut rx: Burst<MAX_BURST> = Burst::default();
     let mut tx: Burst<MAX_BURST> = Burst::default();
@@ -434,7 +490,7 @@ fn plain_forward(o: &Opts, eal: &Eal) -> Result<(u64, u64, f64), String> {
 
 /// The full dataplane with `discipline` on both egress ports at line rate.
 fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f64), String> {
-    let syn = o.frame_len[0].synthetic(o.flows[0]);
+    let syn = o.frame_len[0].synthetic(o.flows[0], o.heavy);
     let rate = o
         .rate
         .as_ref()
@@ -442,8 +498,8 @@ fn through_router(o: &Opts, discipline: &str, eal: &Eal) -> Result<(u64, u64, f6
         .unwrap_or_default();
     let port = |dev: &str, peer: &str| {
         format!(
-            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {}, imix = {} }}\n[ports.egress]\ndiscipline = \"{discipline}\"\n{rate}",
-            syn.flows, syn.frame_len, syn.imix
+            "[[ports]]\ndevice = \"{dev}\"\npeer = \"{peer}\"\nsynthetic = {{ flows = {}, frame_len = {}, imix = {}, heavy_flows = {}, heavy_share = {} }}\n[ports.egress]\ndiscipline = \"{discipline}\"\n{rate}",
+            syn.flows, syn.frame_len, syn.imix, syn.heavy_flows, syn.heavy_share
         )
     };
     // 2 lcores: the pipeline, RX/classify worker on lcore 1, the
@@ -542,7 +598,19 @@ mod tests {
             frame_size(&FrameSize::Imix.to_string()),
             Ok(FrameSize::Imix)
         );
-        assert!(FrameSize::Imix.synthetic(1).imix);
+        assert!(FrameSize::Imix.synthetic(1, None).imix);
+        let h = Opts::try_parse_from(["b", "--heavy", "16:0.75"]).unwrap();
+        assert_eq!(
+            h.heavy,
+            Some(Heavy {
+                flows: 16,
+                share: 0.75
+            })
+        );
+        // The child gets it back in the form it parses.
+        assert_eq!(heavy(&h.heavy.unwrap().to_string()), Ok(h.heavy.unwrap()));
+        let syn = FrameSize::Fixed(64).synthetic(1024, h.heavy);
+        assert_eq!((syn.heavy_flows, syn.heavy_share), (16, 0.75));
         for bad in [
             &["b", "--seconds", "0"][..],
             &["b", "--frame-len", "59"],
@@ -552,6 +620,10 @@ mod tests {
             &["b", "--lcores", "3"],
             &["b", "--lcores", "0"],
             &["b", "--vdev", "x"],
+            &["b", "--heavy", "16"],
+            &["b", "--heavy", "0:0.5"],
+            &["b", "--heavy", "16:1"],
+            &["b", "--heavy", "16:0"],
         ] {
             let e = Opts::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");

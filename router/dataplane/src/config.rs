@@ -437,6 +437,18 @@ pub struct SyntheticConfig {
     /// (1518 on the wire with the FCS) in the ratio 7:4:1. Default false.
     #[serde(default)]
     pub imix: bool,
+    /// Heavy hitters: the first `heavy_flows` flows send `heavy_share` of
+    /// the frames (round robin among them), the other flows the rest (round
+    /// robin among them). Default 0: every flow sends alike.
+    #[serde(default)]
+    pub heavy_flows: u32,
+    /// Share of the frames the heavy flows send, in (0, 1). Default 0.5.
+    #[serde(default = "d_heavy_share")]
+    pub heavy_share: f64,
+}
+
+fn d_heavy_share() -> f64 {
+    0.5
 }
 
 /// The simple IMIX frame lengths, in the order [`crate::synth`] cycles them (7:4:1).
@@ -570,6 +582,27 @@ impl RouterConfig {
                         "ports[{i}].synthetic: frame_len must be 60..=1514 and flows >= 1 (got {}, {})",
                         s.frame_len, s.flows
                     )));
+                }
+                if s.heavy_flows > 0 {
+                    if s.heavy_flows >= s.flows {
+                        return Err(problem(format!(
+                            "ports[{i}].synthetic.heavy_flows = {} must be below flows = {} (at least one light flow)",
+                            s.heavy_flows, s.flows
+                        )));
+                    }
+                    if !(s.heavy_share > 0.0 && s.heavy_share < 1.0) {
+                        return Err(problem(format!(
+                            "ports[{i}].synthetic.heavy_share = {} must be in (0, 1), e.g. 0.5",
+                            s.heavy_share
+                        )));
+                    }
+                    if s.imix && s.flows < IMIX.len() as u32 {
+                        return Err(problem(format!(
+                            "ports[{i}].synthetic: heavy_flows with imix needs flows >= {} (got {})",
+                            IMIX.len(),
+                            s.flows
+                        )));
+                    }
                 }
                 for v in &s.variants {
                     variant_id(v)
@@ -953,6 +986,40 @@ mod tests {
         ] {
             let e = two(pipeline, extra).unwrap_err().to_string();
             assert!(e.contains(want), "{pipeline}: {e}");
+        }
+    }
+
+    #[test]
+    fn synthetic_heavy_hitters_are_checked() {
+        let port = |syn: &str| {
+            RouterConfig::parse(&format!(
+                "[[ports]]\ndevice = \"a\"\npeer = \"b\"\nsynthetic = {{ {syn} }}\n[[ports]]\ndevice = \"b\"\npeer = \"a\"\n"
+            ))
+        };
+        let ok = port("flows = 100, heavy_flows = 4").unwrap();
+        let s = ok.ports[0].synthetic.as_ref().unwrap();
+        assert_eq!((s.heavy_flows, s.heavy_share), (4, 0.5));
+        assert!(port("flows = 12, imix = true, heavy_flows = 1, heavy_share = 0.9").is_ok());
+        for (syn, want) in [
+            (
+                "flows = 4, heavy_flows = 4",
+                "heavy_flows = 4 must be below flows = 4",
+            ),
+            (
+                "flows = 100, heavy_flows = 4, heavy_share = 1.0",
+                "heavy_share = 1 must be in (0, 1)",
+            ),
+            (
+                "flows = 100, heavy_flows = 4, heavy_share = 0",
+                "heavy_share = 0 must be in (0, 1)",
+            ),
+            (
+                "flows = 8, imix = true, heavy_flows = 1",
+                "needs flows >= 12",
+            ),
+        ] {
+            let e = port(syn).unwrap_err().to_string();
+            assert!(e.contains(want), "{syn}: {e}");
         }
     }
 
