@@ -65,7 +65,10 @@ fn run_with_watchdog(pool: &mut Pool<BulkClient>, limit: Duration) -> Duration {
 fn eight_clients_on_own_sockets_complete_intact_and_start_on_schedule() {
     let certs = certs();
     let server = start_server(&certs, ConnectionOptions::with_cca("cubic"));
-    let t0 = Instant::now() + Duration::from_millis(20);
+    // The schedule is fixed before the eight endpoints and their TLS
+    // configs are built: the lead covers that set-up in a debug build on a
+    // busy machine, so lateness measures the pool, not the set-up.
+    let t0 = Instant::now() + Duration::from_millis(250);
     let ccas = ["newreno", "cubic", "libra", "taxed(newreno)"];
     let flows: Vec<(Request, &str, Instant)> = (0..8u32)
         .map(|k| {
