@@ -13,7 +13,9 @@ use std::time::Instant;
 use clap::{ArgAction, Parser};
 use serde::Serialize;
 
-use tollgate_dataplane::config::{parse_duration, RouterConfig, SyntheticConfig};
+use tollgate_dataplane::config::{
+    parse_duration, RouterConfig, SyntheticConfig, DEFAULT_HEAVY_SHARE,
+};
 use tollgate_dataplane::dataplane::{Router, MAX_BURST};
 use tollgate_dataplane::eal::{Eal, EthPort, Mempool};
 use tollgate_dataplane::mbuf::Burst;
@@ -170,7 +172,7 @@ impl FrameSize {
             variants: Vec::new(),
             imix: self == FrameSize::Imix,
             heavy_flows: heavy.map_or(0, |h| h.flows),
-            heavy_share: heavy.map_or(0.5, |h| h.share),
+            heavy_share: heavy.map_or(DEFAULT_HEAVY_SHARE, |h| h.share),
         }
     }
 }
@@ -227,16 +229,16 @@ pub fn main() -> ExitCode {
     // clap prints the error with a usage line and exits 2 (0 for --help).
     let o = Opts::parse();
     if let Some(h) = o.heavy {
-        if let Some(f) = o.flows.iter().find(|&&f| f <= h.flows) {
-            eprintln!(
-                "error: --heavy {h}: {} heavy flows need more than that many --flows (got {f}); lower N or raise --flows",
-                h.flows
-            );
-            return ExitCode::from(2);
-        }
-        if o.frame_len.contains(&FrameSize::Imix) && o.flows.iter().any(|&f| f < 12) {
-            eprintln!("error: --heavy with --frame-len imix needs --flows >= 12");
-            return ExitCode::from(2);
+        // The router config's own check, for every combination the run makes.
+        for &frame in &o.frame_len {
+            for &flows in &o.flows {
+                if let Err(e) = frame.synthetic(flows, Some(h)).check_heavy() {
+                    eprintln!(
+                        "error: --heavy {h} with --flows {flows} --frame-len {frame}: {e}; lower N or raise --flows"
+                    );
+                    return ExitCode::from(2);
+                }
+            }
         }
     }
     tollgate_dataplane::logging::init(o.verbose);

@@ -205,10 +205,10 @@ impl Detector {
         (b / 64, 1 << (b % 64))
     }
 
-    /// Mark `tag` as top in the filter.
-    fn mark_top(&mut self, tag: u64) {
+    /// Mark `tag` as top in `filter`.
+    fn mark_top(filter: &mut [u64; FILTER_WORDS], tag: u64) {
         let (w, m) = Self::filter_bit(tag);
-        self.top_filter[w] |= m;
+        filter[w] |= m;
     }
 
     #[inline]
@@ -258,28 +258,25 @@ impl Detector {
         let max = self.slots.iter().map(|s| s.bytes).max().unwrap_or(0);
         let threshold = max as f64 * (1.0 - delta_flow);
         let (mut n, mut sum) = (0, 0);
-        *self.top_filter = [0; FILTER_WORDS];
-        for i in 0..self.slots.len() {
-            let s = &mut self.slots[i];
+        let filter = &mut *self.top_filter;
+        *filter = [0; FILTER_WORDS];
+        for s in &mut self.slots {
             let top = s.tag != 0 && s.bytes > 0 && s.bytes as f64 > threshold;
             s.top = if top { s.tag } else { 0 };
             if top {
                 n += 1;
                 sum += s.bytes;
-                let tag = s.tag;
-                self.mark_top(tag);
+                Self::mark_top(filter, s.tag);
             }
         }
         if n == 0 && max > 0 {
             // threshold == max when delta_flow == 0: the maximum itself is top.
-            for i in 0..self.slots.len() {
-                let s = &mut self.slots[i];
+            for s in &mut self.slots {
                 if s.bytes == max {
                     s.top = s.tag;
                     n += 1;
                     sum += max;
-                    let tag = s.tag;
-                    self.mark_top(tag);
+                    Self::mark_top(filter, s.tag);
                 }
             }
         }

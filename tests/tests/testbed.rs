@@ -254,8 +254,7 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
     // over the whole run, so this is the lenient side by at most the stalls
     // before the window.
     let window_s = r.summary.duration_s - r.summary.measure_from_s;
-    let stalled_s =
-        router_stalled_ms(&dir.join("results/testbed-dumbbell/testbed/router.out")) / 1e3;
+    let stalled_s = stalled_ms_in(&router_out) / 1e3;
     let floor = 90.0 * (1.0 - (stalled_s / window_s).min(1.0));
     assert!(
         total >= floor,
@@ -750,8 +749,12 @@ fn the_same_parking_lot_ranks_flows_alike_in_sim_and_testbed() {
 /// How long the router lost its CPU in a run: the largest `stalled_ms` in
 /// its router.out (0 when the file is missing).
 fn router_stalled_ms(router_out: &Path) -> f64 {
-    std::fs::read_to_string(router_out)
-        .unwrap_or_default()
+    stalled_ms_in(&std::fs::read_to_string(router_out).unwrap_or_default())
+}
+
+/// The largest `stalled_ms` in router.out's text.
+fn stalled_ms_in(router_out: &str) -> f64 {
+    router_out
         .split_whitespace()
         .filter_map(|w| w.strip_prefix("stalled_ms=")?.parse::<f64>().ok())
         .fold(0.0, f64::max)

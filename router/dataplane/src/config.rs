@@ -447,8 +447,41 @@ pub struct SyntheticConfig {
     pub heavy_share: f64,
 }
 
+/// Default of [`SyntheticConfig::heavy_share`].
+pub const DEFAULT_HEAVY_SHARE: f64 = 0.5;
+
 fn d_heavy_share() -> f64 {
-    0.5
+    DEFAULT_HEAVY_SHARE
+}
+
+impl SyntheticConfig {
+    /// Check the heavy-hitter fields (nothing to check without heavy
+    /// flows); the error starts with the field's name.
+    pub fn check_heavy(&self) -> Result<(), String> {
+        if self.heavy_flows == 0 {
+            return Ok(());
+        }
+        if self.heavy_flows >= self.flows {
+            return Err(format!(
+                "heavy_flows = {} must be below flows = {} (at least one light flow)",
+                self.heavy_flows, self.flows
+            ));
+        }
+        if !(self.heavy_share > 0.0 && self.heavy_share < 1.0) {
+            return Err(format!(
+                "heavy_share = {} must be in (0, 1), e.g. 0.5",
+                self.heavy_share
+            ));
+        }
+        if self.imix && self.flows < IMIX.len() as u32 {
+            return Err(format!(
+                "heavy_flows with imix needs flows >= {} (got {})",
+                IMIX.len(),
+                self.flows
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The simple IMIX frame lengths, in the order [`crate::synth`] cycles them (7:4:1).
@@ -583,27 +616,8 @@ impl RouterConfig {
                         s.frame_len, s.flows
                     )));
                 }
-                if s.heavy_flows > 0 {
-                    if s.heavy_flows >= s.flows {
-                        return Err(problem(format!(
-                            "ports[{i}].synthetic.heavy_flows = {} must be below flows = {} (at least one light flow)",
-                            s.heavy_flows, s.flows
-                        )));
-                    }
-                    if !(s.heavy_share > 0.0 && s.heavy_share < 1.0) {
-                        return Err(problem(format!(
-                            "ports[{i}].synthetic.heavy_share = {} must be in (0, 1), e.g. 0.5",
-                            s.heavy_share
-                        )));
-                    }
-                    if s.imix && s.flows < IMIX.len() as u32 {
-                        return Err(problem(format!(
-                            "ports[{i}].synthetic: heavy_flows with imix needs flows >= {} (got {})",
-                            IMIX.len(),
-                            s.flows
-                        )));
-                    }
-                }
+                s.check_heavy()
+                    .map_err(|e| problem(format!("ports[{i}].synthetic.{e}")))?;
                 for v in &s.variants {
                     variant_id(v)
                         .map_err(|e| problem(format!("ports[{i}].synthetic.variants: {e}")))?;

@@ -30,15 +30,14 @@ pub struct Synth {
     flow_of: Vec<u32>,
     /// Per flow: the next sequence number.
     seq: Vec<u32>,
-    next: usize,
-    /// Heavy hitters, if configured.
-    skew: Option<Skew>,
+    order: Skew,
 }
 
 /// Which template comes next when the first `heavy` templates (the heavy
 /// flows' ones) send `share` of the frames: an error accumulator spreads the
 /// heavy frames evenly among the light ones (like Bresenham's line), and each
-/// group is sent round robin.
+/// group is sent round robin. Without heavy flows (`heavy` and `share` 0)
+/// every template is light: plain round robin.
 #[derive(Debug)]
 struct Skew {
     heavy: usize,
@@ -113,18 +112,22 @@ impl Synth {
         // The config checks heavy_flows < flows (and flows >= 12 with imix,
         // so that template t is flow t); the clamp keeps a light group.
         let heavy = (config.heavy_flows as usize).min(templates.len().saturating_sub(1));
+        let share = if heavy > 0 {
+            (config.heavy_share.clamp(0.0, 1.0) * f64::from(Skew::ONE)) as u32
+        } else {
+            0
+        };
         Synth {
             templates,
             flow_of: (0..count).map(|t| t % flows).collect(),
             seq: vec![0; flows as usize],
-            next: 0,
-            skew: (heavy > 0).then(|| Skew {
+            order: Skew {
                 heavy,
-                share: (config.heavy_share.clamp(0.0, 1.0) * f64::from(Skew::ONE)) as u32,
+                share,
                 acc: 0,
                 next_heavy: 0,
                 next_light: heavy,
-            }),
+            },
         }
     }
 
@@ -132,31 +135,15 @@ impl Synth {
     pub fn mean_len(&self) -> f64 {
         let mean =
             |t: &[Vec<u8>]| t.iter().map(|t| t.len() as f64).sum::<f64>() / t.len().max(1) as f64;
-        match &self.skew {
-            None => mean(&self.templates),
-            Some(k) => {
-                let share = f64::from(k.share) / f64::from(Skew::ONE);
-                share * mean(&self.templates[..k.heavy])
-                    + (1.0 - share) * mean(&self.templates[k.heavy..])
-            }
-        }
+        let k = &self.order;
+        let share = f64::from(k.share) / f64::from(Skew::ONE);
+        share * mean(&self.templates[..k.heavy]) + (1.0 - share) * mean(&self.templates[k.heavy..])
     }
 
     /// The next template's index.
     #[inline]
     fn pick(&mut self) -> usize {
-        match &mut self.skew {
-            None => {
-                let i = self.next;
-                self.next = if i + 1 == self.templates.len() {
-                    0
-                } else {
-                    i + 1
-                };
-                i
-            }
-            Some(k) => k.next(self.templates.len()),
-        }
+        self.order.next(self.templates.len())
     }
 
     /// Overwrite `m` with the next template.

@@ -255,19 +255,31 @@ impl Sampler {
         }
     }
 
-    /// `tcpi_bytes_acked` now (not at the last sample).
-    fn bytes_acked(&self) -> Option<u64> {
-        tcp_info(self.fd).ok().map(|s| s.bytes_acked)
+    /// `tcpi_bytes_acked` now (not at the last sample), from one read of
+    /// TCP_INFO that is also the sample when one is due.
+    fn bytes_acked(&mut self, out: &mut TcpOutcome) -> Option<u64> {
+        let s = tcp_info(self.fd).ok()?;
+        let acked = s.bytes_acked;
+        if Instant::now() >= self.next {
+            self.record(out, s);
+        }
+        Some(acked)
     }
 
     fn sample(&mut self, out: &mut TcpOutcome) {
-        self.next = Instant::now() + SAMPLE;
         if let Ok(s) = tcp_info(self.fd) {
-            if s.srtt_us > 0 {
-                let _ = out.rtt_us.record(u64::from(s.srtt_us));
-            }
-            out.stats = Some(s);
+            self.record(out, s);
+        } else {
+            self.next = Instant::now() + SAMPLE;
         }
+    }
+
+    fn record(&mut self, out: &mut TcpOutcome, s: TcpStats) {
+        self.next = Instant::now() + SAMPLE;
+        if s.srtt_us > 0 {
+            let _ = out.rtt_us.record(u64::from(s.srtt_us));
+        }
+        out.stats = Some(s);
     }
 }
 
@@ -316,12 +328,11 @@ fn upload(
             stopped = true;
             break;
         }
-        sampler.maybe(out);
         // The live count is read fresh, not from the last sample: the run's
         // series reads it on its own grid, and a count up to SAMPLE old put
         // a whole SAMPLE of bytes into the wrong interval whenever the two
         // grids slipped past each other (a 40 Mbit/s capped flow read 38.1).
-        if let Some(acked) = sampler.bytes_acked() {
+        if let Some(acked) = sampler.bytes_acked(out) {
             progress.store(acked.saturating_sub(header_len), Ordering::Relaxed);
         }
         let mut n = (limit - sent).min(CHUNK as u64) as usize;
