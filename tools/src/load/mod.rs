@@ -291,6 +291,9 @@ pub fn run(
     let mut k = 1u32;
     let mut partial = false;
     let hard_end = end + GRACE;
+    // The last read: seconds since t0 and the counts (all 0 at t0: no flow
+    // starts before it).
+    let mut last = (0.0, vec![0u64; specs.len()]);
     loop {
         let at = t0 + dt * k;
         let now = Instant::now();
@@ -306,12 +309,19 @@ pub fn run(
         let now = Instant::now();
         let ts = now.saturating_duration_since(t0).as_secs_f64();
         let snapshot: Vec<u64> = progress.iter().map(|p| p.load(Ordering::Relaxed)).collect();
-        // Samples stay on the schedule's grid; a final partial sample at the stop time.
-        t.push(if partial { ts } else { (dt * k).as_secs_f64() });
-        for (r, b) in rx.iter_mut().zip(&snapshot) {
-            r.push(*b);
+        // Samples stay on the schedule's grid (a final partial sample at the
+        // stop time). The read comes after the grid time, by the sleep's
+        // overshoot or longer on a busy machine, so each count is the value
+        // at the grid time interpolated between the last two reads: reading
+        // late and stamping the grid time would move the bytes of the
+        // lateness into the wrong interval.
+        let grid = if partial { ts } else { (dt * k).as_secs_f64() };
+        t.push(grid);
+        for (r, b) in rx.iter_mut().zip(at_time(&last, (ts, &snapshot), grid)) {
+            r.push(b);
         }
         on_sample(ts, &snapshot);
+        last = (ts, snapshot);
         k += 1;
         let all_done = threads.iter().all(|h| h.is_finished());
         if partial || (all_done && now >= end) || now >= hard_end {
@@ -421,6 +431,24 @@ struct PoolFlow {
 
 /// A worker thread: its share of the QUIC flows, each on its own socket, in
 /// one [`Pool`] until every flow is done or `stop` is set.
+/// The byte counts at `t` (seconds) from two reads `(seconds, counts)`
+/// around it, `last.0 <= t <= cur.0`, interpolated linearly; at or after
+/// `cur`'s time the counts of `cur`. Counts only grow, so the results lie
+/// between the two reads' counts.
+fn at_time(last: &(f64, Vec<u64>), cur: (f64, &[u64]), t: f64) -> Vec<u64> {
+    let span = cur.0 - last.0;
+    let f = if span > 0.0 {
+        ((t - last.0) / span).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    last.1
+        .iter()
+        .zip(cur.1)
+        .map(|(&a, &b)| a + (b.saturating_sub(a) as f64 * f).round() as u64)
+        .collect()
+}
+
 fn run_pool(flows: Vec<PoolFlow>, stop: &AtomicBool) {
     let fail_all = |flows: Vec<PoolFlow>, why: &str| {
         for f in flows {
@@ -684,4 +712,24 @@ pub fn into_results(s: &Scenario, run: &LoadRun, env: environment::Environment) 
     }
     r.environment = Some(env);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_time;
+
+    #[test]
+    fn a_late_read_is_brought_back_to_the_grid_time() {
+        // Read at 0.100 s (1,000 and 0 bytes), then 3 ms late for the 0.2 s
+        // grid point at 0.203 s: a flow moving 10 kB/s had 2,000 bytes at
+        // 0.2 s, not the 2,030 it has at the read.
+        let last = (0.100, vec![1_000, 0]);
+        assert_eq!(at_time(&last, (0.203, &[2_030, 0]), 0.2), vec![2_000, 0]);
+        // On time: the read itself; a partial sample at the read's own time too.
+        assert_eq!(at_time(&last, (0.2, &[2_000, 7]), 0.2), vec![2_000, 7]);
+        // Never outside the two reads, never below the last.
+        assert_eq!(at_time(&last, (0.3, &[5_000, 9]), 0.05), vec![1_000, 0]);
+        assert_eq!(at_time(&last, (0.3, &[5_000, 9]), 0.4), vec![5_000, 9]);
+        assert_eq!(at_time(&last, (0.1, &[1_500, 0]), 0.1), vec![1_500, 0]);
+    }
 }
