@@ -29,6 +29,24 @@ pub enum FlowKind {
     Quiche(String),
 }
 
+/// A `cca` field that [`FlowKind::parse`] refused: the value with what is
+/// wrong in it, and what is allowed there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindError {
+    /// The field's text, quoted, with the faulty part and why.
+    pub value: String,
+    /// What may stand there.
+    pub allowed: String,
+}
+
+impl std::fmt::Display for KindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: invalid; allowed: {}", self.value, self.allowed)
+    }
+}
+
+impl std::error::Error for KindError {}
+
 /// quiche's congestion controls.
 pub const QUICHE_CCAS: [&str; 3] = ["reno", "cubic", "bbr2"];
 
@@ -36,38 +54,47 @@ impl FlowKind {
     /// Parse a group's `cca` field. QUIC specs are checked against the
     /// registry; TCP names against the running kernel only when the flow is
     /// opened (the sender may be another host).
-    pub fn parse(cca: &str) -> Result<FlowKind, String> {
+    pub fn parse(cca: &str) -> Result<FlowKind, KindError> {
         let cca = cca.trim();
         if let Some(name) = cca.strip_prefix("tcp:") {
             let ok = !name.is_empty()
                 && name.len() <= 15
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !ok {
-                return Err(format!(
-                    "\"{cca}\": a kernel congestion-control name after tcp: (reno, cubic, bbr)"
-                ));
+                return Err(KindError {
+                    value: format!("\"{cca}\""),
+                    allowed: "tcp: and a kernel congestion-control name (reno, cubic, bbr; \
+                              at most 15 letters, digits or _)"
+                        .into(),
+                });
             }
             return Ok(FlowKind::Tcp(name.to_string()));
         }
         if let Some(name) = cca.strip_prefix("quiche:") {
             if !QUICHE_CCAS.contains(&name) {
-                return Err(format!(
-                    "\"{cca}\": quiche's congestion control is one of {}",
-                    QUICHE_CCAS.join(", ")
-                ));
+                return Err(KindError {
+                    value: format!("\"{cca}\""),
+                    allowed: QUICHE_CCAS.map(|c| format!("quiche:{c}")).join(", "),
+                });
             }
             return Ok(FlowKind::Quiche(name.to_string()));
         }
         tollgate_cca::build(cca, &tollgate_cca::Env::default()).map_err(|e| {
-            let valid = if e.valid.is_empty() {
-                String::new()
+            // What is wrong goes with the value; `allowed` lists what may
+            // stand at that place (the registry's names or parameters).
+            let mut allowed = if e.valid.is_empty() {
+                "a spec as `tollgate cca list` shows (e.g. `taxed(newreno, tau=0.025)`)".into()
             } else {
-                format!("; valid: {}", e.valid.join(", "))
+                e.valid.join(", ")
             };
-            format!(
-                "\"{cca}\" (at `{}`): {}{valid}; or tcp:NAME, quiche:NAME",
-                e.part, e.message
-            )
+            if e.part == cca && tollgate_cca::registry::find(cca).is_none() {
+                // An unknown name in the field's place: the other stacks too.
+                allowed.push_str("; or tcp:NAME, quiche:NAME");
+            }
+            KindError {
+                value: format!("\"{cca}\" (`{}`: {})", e.part, e.message),
+                allowed,
+            }
         })?;
         Ok(FlowKind::Quic(cca.to_string()))
     }
@@ -202,9 +229,26 @@ mod tests {
         assert!(FlowKind::parse("tcp:").is_err());
         assert!(FlowKind::parse("tcp:../etc").is_err());
         let e = FlowKind::parse("quiche:vegas").unwrap_err();
-        assert!(e.contains("bbr2"), "{e}");
+        assert!(e.allowed.contains("quiche:bbr2"), "{e}");
         let e = FlowKind::parse("cubik").unwrap_err();
-        assert!(e.contains("valid:") && e.contains("tcp:NAME"), "{e}");
+        assert_eq!(
+            e.value,
+            "\"cubik\" (`cubik`: unknown congestion-control algorithm)"
+        );
+        assert!(
+            e.allowed.starts_with("newreno, cubic") && e.allowed.ends_with("tcp:NAME, quiche:NAME"),
+            "{e}"
+        );
+        let e = FlowKind::parse("taxed").unwrap_err();
+        assert!(e.value.contains("wraps exactly one base"), "{e}");
+        assert!(!e.allowed.contains("tcp:"), "{e}");
+        // A bad parameter: its names, not the other stacks.
+        let e = FlowKind::parse("taxed(newreno, tua=0.1)").unwrap_err();
+        assert!(e.value.contains("unknown parameter `tua`"), "{e}");
+        assert!(
+            e.allowed.starts_with("tau,") && !e.allowed.contains("tcp:"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -219,6 +219,17 @@ rtt = "20ms"
             e.contains("flows[0].cca") && e.contains("newrenoo") && e.contains("cubic"),
             "{e}"
         );
+        // What is wrong goes with the value, what may stand there after "allowed".
+        assert!(
+            e.contains("(`newrenoo`: unknown congestion-control algorithm)")
+                && e.contains("allowed: newreno, cubic"),
+            "{e}"
+        );
+        let e = err(&BASE.replace("cca = \"newreno\"", "cca = \"taxed(newreno, tua=0.1)\""));
+        assert!(
+            e.contains("unknown parameter `tua`") && e.contains("allowed: tau,"),
+            "{e}"
+        );
         let e = err(&BASE.replace("rtt = \"20ms\"", "rtt = \"20ms\"\nrtt_typo = 1"));
         assert!(e.contains("rtt_typo"), "{e}");
         let e = err(&format!(

@@ -286,24 +286,8 @@ fn resolve_flow_group(
     if !(1..=10_000).contains(&count) {
         return Err(ScenarioError::new(p("count"), count, "1 ..= 10000"));
     }
-    let kind = if g.cca.starts_with("tcp:") || g.cca.starts_with("quiche:") {
-        FlowKind::parse(&g.cca)
-            .map_err(|e| ScenarioError::new(p("cca"), format!("\"{}\"", g.cca), e))?
-    } else {
-        tollgate_cca::build(&g.cca, &Env::default()).map_err(|e| {
-            let allowed = if e.valid.is_empty() {
-                e.message.clone()
-            } else {
-                format!("{}; valid: {}", e.message, e.valid.join(", "))
-            };
-            ScenarioError::new(
-                p("cca"),
-                format!("\"{}\" (at `{}`)", g.cca, e.part),
-                allowed,
-            )
-        })?;
-        FlowKind::Quic(g.cca.clone())
-    };
+    let kind =
+        FlowKind::parse(&g.cca).map_err(|e| ScenarioError::new(p("cca"), e.value, e.allowed))?;
     let variant: VariantId = kind.variant();
     let cca_name = match &kind {
         FlowKind::Quic(spec) => tollgate_cca::build(spec, &Env::default())
