@@ -119,6 +119,23 @@ impl CebinaeConfig {
         check::range(NAME, "tau", self.tau, 0.0, 0.999)?;
         check::range(NAME, "delta_port", self.delta_port, 0.0, 0.999)?;
         check::range(NAME, "delta_flow", self.delta_flow, 0.0, 0.999)?;
+        // The flow cache counts a flow's bytes of one evaluation window
+        // (`p` rounds) in 32 bits: at line rate, with the two rounds the
+        // class counters may admit ahead, they must fit.
+        let window_bytes =
+            self.line_rate_bps / 8.0 * (dt as f64 * 1e-9) * (f64::from(self.p) + 2.0);
+        if window_bytes > f64::from(u32::MAX) {
+            return Err(ConfigError::new(
+                NAME,
+                "p",
+                self.p,
+                format!(
+                    "(p + 2) x dt x line_rate_bps / 8 (the bytes one flow can send in an \
+                     evaluation window, {window_bytes:.3e} here) at most 2^32 - 1, the flow \
+                     cache's 32-bit count: lower p or dt"
+                ),
+            ));
+        }
         let s = self.cache_slots as u64;
         if !(s.is_power_of_two() && (2..=1 << 20).contains(&s)) {
             return Err(ConfigError::new(
@@ -151,21 +168,30 @@ pub struct ReconfigReport {
     pub bot_rate_bps: f64,
 }
 
-/// One slot of the detector: the flow cache's tag and byte count and the
-/// top table's tag, side by side so a lookup touches one cache line (three
-/// separate arrays cost up to three misses per lookup at 100,000 flows).
+/// One slot of the flow cache: the flow's tag and its bytes this
+/// evaluation window. Eight bytes, so the default cache (2 x 2,048 slots)
+/// is 32 KiB; the top table is a separate array of tags. One 32-byte slot
+/// holding both (session 12's layout, when every enqueue looked the top
+/// table up) made a 128 KiB table: the dequeue's count of every packet then
+/// spread over twice the lines, and without the count Cebinae forwarded
+/// 0.52-0.54 of plain forwarding against 0.46-0.50 with it. The 8-byte slot
+/// gave 0.449 -> 0.477 (1,024 flows) and 0.494 -> 0.507 (100,000) in six
+/// alternating rounds (router/DPDK.md, session 17).
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(32))]
+#[repr(C, align(8))]
 struct Slot {
-    tag: u64,
-    bytes: u64,
-    top: u64,
+    tag: u32,
+    /// Saturates at `u32::MAX`: [`CebinaeConfig::validate`] keeps a window
+    /// below 4 GiB at line rate.
+    bytes: u32,
 }
 
 /// The two-stage top-flow detector and the top table.
 #[derive(Debug)]
 struct Detector {
     slots: Vec<Slot>,
+    /// The top table, slot for slot: the tag of an installed top flow, or 0.
+    top: Vec<u32>,
     mask: usize,
     seed: u64,
     /// Slots of the installed top set; 0 while the port is unsaturated, and
@@ -173,7 +199,7 @@ struct Detector {
     tops: usize,
     /// One bit per [`Detector::filter_bit`] value, set for every installed
     /// top flow: a clear bit answers "not top" from 512 bytes that stay in
-    /// L1, instead of loading two lines of the 128 KiB table. A set bit may
+    /// L1, instead of loading two lines of the top table. A set bit may
     /// be another flow's; the table decides, so the answer is exact. It
     /// pays where a few heavy flows share a saturated port with many
     /// light ones (router/DPDK.md, session 16: `tollgate-dpdk-bench
@@ -190,6 +216,7 @@ impl Detector {
     fn new(slots: usize, seed: u64) -> Self {
         Detector {
             slots: vec![Slot::default(); 2 * slots],
+            top: vec![0; 2 * slots],
             mask: slots - 1,
             seed: mix64(seed ^ 0xCEB1),
             tops: 0,
@@ -200,20 +227,23 @@ impl Detector {
     /// The flow's bit in the top filter: `(word, mask)`, from bits 1-12 of
     /// its tag (the seeded flow hash; bit 0 of a tag is always set).
     #[inline]
-    fn filter_bit(tag: u64) -> (usize, u64) {
+    fn filter_bit(tag: u32) -> (usize, u64) {
         let b = (tag >> 1) as usize & (FILTER_WORDS * 64 - 1);
         (b / 64, 1 << (b % 64))
     }
 
     /// Mark `tag` as top in `filter`.
-    fn mark_top(filter: &mut [u64; FILTER_WORDS], tag: u64) {
+    fn mark_top(filter: &mut [u64; FILTER_WORDS], tag: u32) {
         let (w, m) = Self::filter_bit(tag);
         filter[w] |= m;
     }
 
+    /// The low 32 bits of the seeded flow hash (all that the DPDK packet
+    /// handle keeps), bit 0 set: 0 marks an empty slot. Two flows are
+    /// confused only if they also share a slot.
     #[inline]
-    fn tag(hash: u64) -> u64 {
-        hash | 1 // 0 marks an empty slot
+    fn tag(hash: u64) -> u32 {
+        hash as u32 | 1
     }
 
     /// The flow's slot in each stage: the low and the high half of one
@@ -234,7 +264,7 @@ impl Detector {
             let s = &mut self.slots[i];
             if s.tag == tag || s.tag == 0 {
                 s.tag = tag;
-                s.bytes += u64::from(len);
+                s.bytes = s.bytes.saturating_add(len);
                 return;
             }
         }
@@ -250,32 +280,32 @@ impl Detector {
         if self.top_filter[w] & m == 0 {
             return false;
         }
-        self.index(hash).iter().any(|&i| self.slots[i].top == tag)
+        self.index(hash).iter().any(|&i| self.top[i] == tag)
     }
 
     /// Install the top set; returns (flows, bytes).
     fn select_top(&mut self, delta_flow: f64) -> (usize, u64) {
         let max = self.slots.iter().map(|s| s.bytes).max().unwrap_or(0);
-        let threshold = max as f64 * (1.0 - delta_flow);
-        let (mut n, mut sum) = (0, 0);
+        let threshold = f64::from(max) * (1.0 - delta_flow);
+        let (mut n, mut sum) = (0, 0u64);
         let filter = &mut *self.top_filter;
         *filter = [0; FILTER_WORDS];
-        for s in &mut self.slots {
-            let top = s.tag != 0 && s.bytes > 0 && s.bytes as f64 > threshold;
-            s.top = if top { s.tag } else { 0 };
+        for (s, t) in self.slots.iter().zip(&mut self.top) {
+            let top = s.tag != 0 && s.bytes > 0 && f64::from(s.bytes) > threshold;
+            *t = if top { s.tag } else { 0 };
             if top {
                 n += 1;
-                sum += s.bytes;
+                sum += u64::from(s.bytes);
                 Self::mark_top(filter, s.tag);
             }
         }
         if n == 0 && max > 0 {
             // threshold == max when delta_flow == 0: the maximum itself is top.
-            for s in &mut self.slots {
+            for (s, t) in self.slots.iter().zip(&mut self.top) {
                 if s.bytes == max {
-                    s.top = s.tag;
+                    *t = s.tag;
                     n += 1;
-                    sum += max;
+                    sum += u64::from(max);
                     Self::mark_top(filter, s.tag);
                 }
             }
@@ -287,16 +317,11 @@ impl Detector {
     fn clear_top(&mut self) {
         self.tops = 0;
         *self.top_filter = [0; FILTER_WORDS];
-        for s in &mut self.slots {
-            s.top = 0;
-        }
+        self.top.fill(0);
     }
 
     fn clear_cache(&mut self) {
-        for s in &mut self.slots {
-            s.tag = 0;
-            s.bytes = 0;
-        }
+        self.slots.fill(Slot::default());
     }
 }
 
@@ -578,6 +603,28 @@ impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
 mod tests {
     use super::*;
 
+    /// A count past 32 bits saturates: the flow stays the largest, and top.
+    #[test]
+    fn a_count_beyond_32_bits_saturates_and_stays_top() {
+        let mut d = Detector::new(16, 3);
+        let (heavy, light) = (mix64(1), mix64(2));
+        for _ in 0..3 {
+            d.count(heavy, u32::MAX / 2);
+        }
+        d.count(light, 1500);
+        let i = d.index(heavy);
+        let tag = Detector::tag(heavy);
+        let slot = i
+            .iter()
+            .map(|&i| d.slots[i])
+            .find(|s| s.tag == tag)
+            .unwrap();
+        assert_eq!(slot.bytes, u32::MAX);
+        let (n, bytes) = d.select_top(0.05);
+        assert_eq!((n, bytes), (1, u64::from(u32::MAX)));
+        assert!(d.is_top(heavy) && !d.is_top(light));
+    }
+
     /// The top filter only skips table loads: `is_top` answers as a scan
     /// of the installed top set does, for top flows, for light flows whose
     /// filter bit a top flow also sets, and for the rest.
@@ -595,7 +642,7 @@ mod tests {
         assert!(n >= 15, "the cached heavy flows are top: {n}");
         let scan = |d: &Detector, h: u64| {
             let tag = Detector::tag(h);
-            d.slots.iter().any(|s| s.top == tag && s.top != 0)
+            d.top.iter().any(|&t| t == tag && t != 0)
         };
         let shared_bit = |d: &Detector, h: u64| {
             let (w, m) = Detector::filter_bit(Detector::tag(h));

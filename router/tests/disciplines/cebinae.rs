@@ -235,4 +235,16 @@ fn bad_parameters_name_the_field() {
     .validate()
     .unwrap_err();
     assert_eq!(e.field, "l (ns)");
+    // The flow cache counts 32-bit bytes: an evaluation window at line rate,
+    // and the two rounds Cebinae may admit ahead, must fit (10 Gbit/s x 2^24
+    // ns x (254 + 2) rounds is 5.4 GB; 126 + 2 fit).
+    let window = |p| CebinaeConfig {
+        line_rate_bps: 10e9,
+        p,
+        ..CebinaeConfig::default()
+    };
+    let e = window(254).validate().unwrap_err();
+    assert_eq!(e.field, "p");
+    assert!(e.valid.contains("lower p or dt"), "{e}");
+    assert!(window(126).validate().is_ok());
 }
