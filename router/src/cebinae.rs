@@ -170,13 +170,14 @@ pub struct ReconfigReport {
 
 /// One slot of the flow cache: the flow's tag and its bytes this
 /// evaluation window. Eight bytes, so the default cache (2 x 2,048 slots)
-/// is 32 KiB; the top table is a separate array of tags. One 32-byte slot
-/// holding both (session 12's layout, when every enqueue looked the top
-/// table up) made a 128 KiB table: the dequeue's count of every packet then
-/// spread over twice the lines, and without the count Cebinae forwarded
-/// 0.52-0.54 of plain forwarding against 0.46-0.50 with it. The 8-byte slot
-/// gave 0.449 -> 0.477 (1,024 flows) and 0.494 -> 0.507 (100,000) in six
-/// alternating rounds (router/DPDK.md, session 17).
+/// is 32 KiB; the top table is a separate array of tags, read only for
+/// flows that pass the top filter. One 32-byte slot holding both (session
+/// 12's layout, when every enqueue looked the top table up) made the table
+/// 128 KiB, four times the lines for the dequeue's count of every packet:
+/// without the count Cebinae forwarded 0.52-0.54 of plain forwarding
+/// against 0.46-0.50 with it. The 8-byte slot gave 0.449 -> 0.477 (1,024
+/// flows) and 0.494 -> 0.507 (100,000) in six alternating rounds
+/// (router/DPDK.md, session 17).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(8))]
 struct Slot {

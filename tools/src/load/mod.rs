@@ -429,8 +429,6 @@ struct PoolFlow {
     out: Arc<Mutex<Outcome>>,
 }
 
-/// A worker thread: its share of the QUIC flows, each on its own socket, in
-/// one [`Pool`] until every flow is done or `stop` is set.
 /// The byte counts at `t` (seconds) from two reads `(seconds, counts)`
 /// around it, `last.0 <= t <= cur.0`, interpolated linearly; at or after
 /// `cur`'s time the counts of `cur`. Counts only grow, so the results lie
@@ -449,6 +447,8 @@ fn at_time(last: &(f64, Vec<u64>), cur: (f64, &[u64]), t: f64) -> Vec<u64> {
         .collect()
 }
 
+/// A worker thread: its share of the QUIC flows, each on its own socket, in
+/// one [`Pool`] until every flow is done or `stop` is set.
 fn run_pool(flows: Vec<PoolFlow>, stop: &AtomicBool) {
     let fail_all = |flows: Vec<PoolFlow>, why: &str| {
         for f in flows {
