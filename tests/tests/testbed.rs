@@ -255,7 +255,7 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
     // before the window.
     let window_s = r.summary.duration_s - r.summary.measure_from_s;
     let stalled_s = stalled_ms_in(&router_out) / 1e3;
-    let floor = 90.0 * (1.0 - (stalled_s / window_s).min(1.0));
+    let floor = 90.0 * had_cpu(stalled_s, window_s);
     assert!(
         total >= floor,
         "goodput {total:.2} Mbit/s is below 90 % of 100 Mbit/s over the {window_s:.1} s window \
@@ -387,7 +387,6 @@ fn a_parking_lot_sends_each_flow_through_its_links_at_its_rtt() {
     // are of the time the router had (as in the dumbbell test; the stall is
     // counted over the whole run, the lenient side for the goodput window).
     let stalled_s = stalled_ms_in(&router_out) / 1e3;
-    let had = |span_s: f64| 1.0 - (stalled_s / span_s).min(1.0);
     let window_s = r.summary.duration_s - r.summary.measure_from_s;
     for h in 1..=3 {
         let fwd = r
@@ -396,14 +395,14 @@ fn a_parking_lot_sends_each_flow_through_its_links_at_its_rtt() {
             .find(|p| p.name == format!("fwd{h}"))
             .unwrap();
         assert!(
-            fwd.utilization >= 0.9 * had(r.summary.duration_s),
+            fwd.utilization >= 0.9 * had_cpu(stalled_s, r.summary.duration_s),
             "link {h}: the router sent {:.3} of its rate, less than 0.9 of the \
              time it had its CPU ({stalled_s:.3} s stalled)",
             fwd.utilization
         );
         let link = goodput("long") + goodput(&format!("cross{h}"));
         assert!(
-            link >= 0.85 * r.summary.bottleneck_mbps * had(window_s),
+            link >= 0.85 * r.summary.bottleneck_mbps * had_cpu(stalled_s, window_s),
             "link {h}: the long flow and cross{h} carry {link:.2} Mbit/s of {}, \
              less than 85 % of the time the router had its CPU ({stalled_s:.3} s stalled)",
             r.summary.bottleneck_mbps
@@ -758,6 +757,12 @@ fn the_same_parking_lot_ranks_flows_alike_in_sim_and_testbed() {
 /// its router.out (0 when the file is missing).
 fn router_stalled_ms(router_out: &Path) -> f64 {
     stalled_ms_in(&std::fs::read_to_string(router_out).unwrap_or_default())
+}
+
+/// The fraction of `span_s` seconds in which the router had its CPU, given
+/// `stalled_s` seconds without it (never below 0).
+fn had_cpu(stalled_s: f64, span_s: f64) -> f64 {
+    1.0 - (stalled_s / span_s).min(1.0)
 }
 
 /// The largest `stalled_ms` in router.out's text.
