@@ -105,8 +105,9 @@ fn select(all: Vec<Experiment>, a: &ReproduceArgs) -> anyhow::Result<Vec<Experim
 }
 
 fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) {
+    let w = all.iter().map(|e| e.name.len()).max().unwrap_or(0).max(4);
     println!(
-        "{:<10} {:>5} {:>6} {:>8}  title",
+        "{:<w$} {:>5} {:>6} {:>8}  title",
         "name", "rows", "runs", "virtual"
     );
     for e in all {
@@ -122,7 +123,7 @@ fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) {
             format!("{:.0} s", virt)
         };
         println!(
-            "{:<10} {:>5} {:>6} {:>8}  {}",
+            "{:<w$} {:>5} {:>6} {:>8}  {}",
             e.name,
             e.manifest.rows.len(),
             runs,
