@@ -23,6 +23,18 @@
 // of NewReno, with or without --tax; --hystart=0 turns HyStart off and
 // --hystart=delay keeps only its delay-increase test (HyStartDetect=DELAY,
 // no ACK-train test: what Tollgate's `cubic(hystart=on)` implements).
+// --ccas=A,B,... gives flow i its own CCA (newreno, highspeed or cubic; the
+// hetero-buffer cross-check), overriding --cca for those flows.
+// --red=MIN,MAX puts a RED queue disc of BUF packets on the bottleneck
+// (Tollgate's RED defaults: max_p 0.1, weight 0.002, gentle, mean packet
+// 1,000 bytes for the idle decay, thresholds
+// in packets) in place of the drop-tail device queue; the device queue
+// then holds 1 packet.
+// With --rtts the per-flow lines give the flow's CCA; with --backlog=1 as
+// well the summary line also gives the bottleneck's mean backlog after
+// --from (qlen_mean_pkts, sampled every ms, device queue plus queue disc;
+// off by default, so that scripts/bench-emulator times ns-3 without the
+// sampling events).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -193,6 +205,35 @@ OnDrop(Ptr<const Packet> p)
         g_drops[f]++;
 }
 
+// The RED queue disc's drops (--red), by flow.
+static void
+OnQdiscDrop(Ptr<const QueueDiscItem> item)
+{
+    if (Simulator::Now().GetSeconds() < g_from)
+        return;
+    Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+    if (!ip)
+        return;
+    for (size_t i = 0; i < g_src.size(); i++)
+        if (ip->GetHeader().GetSource() == g_src[i])
+            g_drops[i]++;
+}
+
+// Mean backlog after --from, sampled every millisecond.
+static Ptr<QueueDisc> g_qdisc;
+static double g_qsum = 0;
+static uint64_t g_qn = 0;
+static void
+SampleBacklog()
+{
+    if (Simulator::Now().GetSeconds() >= g_from)
+    {
+        g_qsum += g_q->GetNPackets() + (g_qdisc ? g_qdisc->GetNPackets() : 0);
+        g_qn++;
+    }
+    Simulator::Schedule(MilliSeconds(1), &SampleBacklog);
+}
+
 static uint32_t g_maxq = 0;
 static void
 OnTcDrop(Ptr<const Packet> p)
@@ -246,6 +287,9 @@ main(int argc, char* argv[])
     bool hystart = true;         // --hystart=0: TcpCubic without HyStart (ns-3's default is on)
     bool hystartDelayOnly = false; // --hystart=delay: only the delay-increase test
     double bottleneckDelayMs = 2, bottleneckMbps = 100;
+    std::vector<std::string> ccaList; // --ccas: per-flow CCA
+    double redMin = 0, redMax = 0;    // --red=MIN,MAX: RED queue disc
+    bool backlog = false;             // --backlog=1: sample the mean backlog
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
     {
@@ -281,6 +325,32 @@ main(int argc, char* argv[])
             while (std::getline(ss, item, ','))
                 starts.push_back(std::stod(item));
         }
+        else if (k == "ccas")
+        {
+            std::stringstream ss(v);
+            std::string item;
+            while (std::getline(ss, item, ','))
+            {
+                if (item != "newreno" && item != "highspeed" && item != "cubic")
+                {
+                    fprintf(stderr, "--ccas: unknown CCA %s (newreno, highspeed or cubic)\n", item.c_str());
+                    return 2;
+                }
+                ccaList.push_back(item);
+            }
+        }
+        else if (k == "red")
+        {
+            size_t c = v.find(',');
+            if (c == std::string::npos)
+            {
+                fprintf(stderr, "--red=MIN,MAX: two thresholds in packets\n");
+                return 2;
+            }
+            redMin = std::stod(v.substr(0, c));
+            redMax = std::stod(v.substr(c + 1));
+        }
+        else if (k == "backlog") backlog = v == "1" || v == "true";
         else if (k == "tax") g_tax = std::stod(v);
         else if (k == "cca") cubic = v == "cubic";
         else if (k == "hystart")
@@ -330,14 +400,36 @@ main(int argc, char* argv[])
     PointToPointHelper bott;
     bott.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(bottleneckMbps * 1e6))));
     bott.SetChannelAttribute("Delay", TimeValue(NanoSeconds(int64_t(bottleneckDelayMs * 1e6 + 0.5))));
-    bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(std::to_string(buf) + "p"));
+    bool red = redMax > 0;
+    bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(red ? "1p" : std::to_string(buf) + "p"));
     NetDeviceContainer bd = bott.Install(rt.Get(0), rt.Get(1));
 
+    TrafficControlHelper tch;
+    if (red)
+    {
+        tch.SetRootQueueDisc("ns3::RedQueueDisc",
+                             "MaxSize", QueueSizeValue(QueueSize(std::to_string(buf) + "p")),
+                             "MinTh", DoubleValue(redMin), "MaxTh", DoubleValue(redMax),
+                             "LInterm", DoubleValue(10), "QW", DoubleValue(0.002),
+                             "Gentle", BooleanValue(true), "MeanPktSize", UintegerValue(1000),
+                             "LinkBandwidth", DataRateValue(DataRate(uint64_t(bottleneckMbps * 1e6))),
+                             "LinkDelay", TimeValue(NanoSeconds(int64_t(bottleneckDelayMs * 1e6 + 0.5))));
+        QueueDiscContainer qdc = tch.Install(bd.Get(0));
+        g_qdisc = qdc.Get(0);
+        g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
+    }
     Ipv4AddressHelper addr;
     addr.SetBase("10.9.0.0", "255.255.255.0");
     addr.Assign(bd);
-    TrafficControlHelper tch;
-    tch.Uninstall(bd.Get(0));
+    if (!red)
+        tch.Uninstall(bd.Get(0));
+    for (size_t i = 0; i < ccaList.size() && i < n; i++)
+    {
+        TypeId t = ccaList[i] == "highspeed" ? TcpHighSpeed::GetTypeId()
+                 : ccaList[i] == "cubic"     ? TcpCubic::GetTypeId()
+                                             : TcpNewReno::GetTypeId();
+        snd.Get(i)->GetObject<TcpL4Protocol>()->SetAttribute("SocketType", TypeIdValue(t));
+    }
 
     for (size_t i = 0; i < n; i++)
     {
@@ -368,6 +460,8 @@ main(int argc, char* argv[])
     q->TraceConnectWithoutContext("Enqueue", MakeCallback(&OnEnqueue));
 
     g_q = q;
+    if (backlog)
+        Simulator::Schedule(MilliSeconds(1), &SampleBacklog);
     rt.Get(0)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", MakeCallback(&OnTcDrop));
     if (getenv("NS3DBG"))
     {
@@ -392,9 +486,13 @@ main(int argc, char* argv[])
             double g = g_rx[i] * 8 / span / 1e6;
             sum += g;
             sq += g * g;
-            printf("flow=%zu rtt_ms=%g goodput_mbps=%.3f drops=%lu\n", i, rtts[i], g, g_drops[i]);
+            printf("flow=%zu rtt_ms=%g cca=%s goodput_mbps=%.3f drops=%lu\n", i, rtts[i],
+                   i < ccaList.size() ? ccaList[i].c_str() : (cubic ? "cubic" : "newreno"), g, g_drops[i]);
         }
-        printf("total_mbps=%.3f jfi=%.4f\n", sum, sq > 0 ? sum * sum / (n * sq) : 0.0);
+        printf("total_mbps=%.3f jfi=%.4f", sum, sq > 0 ? sum * sum / (n * sq) : 0.0);
+        if (backlog)
+            printf(" qlen_mean_pkts=%.1f", g_qn ? g_qsum / g_qn : 0.0);
+        printf("\n");
         Simulator::Destroy();
         return 0;
     }
