@@ -139,7 +139,9 @@ impl FlowHasher {
 /// The IPv4 address of an IPv4-mapped `::ffff:a.b.c.d` address.
 #[inline(always)]
 fn v4_of(a: &[u8; 16]) -> Option<[u8; 4]> {
-    (a[..10] == [0; 10] && a[10..12] == [0xFF; 2]).then(|| [a[12], a[13], a[14], a[15]])
+    std::net::Ipv6Addr::from(*a)
+        .to_ipv4_mapped()
+        .map(|v4| v4.octets())
 }
 
 #[cfg(test)]
