@@ -67,6 +67,12 @@ def limit(buf):
     return round(float(buf) * bdp_pkts)
 
 
+def red_thresholds(buf):
+    """RED's (min_th, max_th) in packets, scaled with the buffer as shipped."""
+    lo = limit(buf) / 4
+    return lo, 3 * lo
+
+
 def tollgate_run(disc, buf, seed):
     """Goodputs (CCA order), Jain's index, mean backlog in packets."""
     out = os.path.join(a.out, f'tg-{disc}-{buf}-{seed}')
@@ -75,9 +81,9 @@ def tollgate_run(disc, buf, seed):
         src = open(os.path.join(SCEN, f'{disc}-{buf}bdp.toml')).read()
         s = src.replace('rate = "1Gbit"', f'rate = "{a.rate_mbps:g}Mbit"')
         if disc == 'red':
-            lo = limit(buf) / 4
+            lo, hi = red_thresholds(buf)
             s = re.sub(r'min_th = [0-9.]+', f'min_th = {lo:.1f}', s)
-            s = re.sub(r'max_th = [0-9.]+', f'max_th = {3 * lo:.1f}', s)
+            s = re.sub(r'max_th = [0-9.]+', f'max_th = {hi:.1f}', s)
         assert s != src
         os.makedirs(out, exist_ok=True)
         toml = os.path.join(out, 'scenario.toml')
@@ -104,8 +110,8 @@ def ns3_run(disc, buf, seed):
                f'--buf={limit(buf)}', '--duration=300', '--from=100', '--hystart=0', '--delack=2',
                '--backlog=1', f'--run={seed}', f'--starts={starts}'] + extra
         if disc == 'red':
-            lo = limit(buf) / 4
-            cmd.append(f'--red={lo},{3 * lo}')
+            lo, hi = red_thresholds(buf)
+            cmd.append(f'--red={lo},{hi}')
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         open(out + '.tmp', 'w').write(text)
         os.replace(out + '.tmp', out)

@@ -205,18 +205,25 @@ OnDrop(Ptr<const Packet> p)
         g_drops[f]++;
 }
 
+// A drop after --from of a packet from SRC, counted against its flow
+// (the traffic-control layer's and the RED queue disc's drops).
+static void
+CountDrop(Ipv4Address src)
+{
+    if (Simulator::Now().GetSeconds() < g_from)
+        return;
+    for (size_t i = 0; i < g_src.size(); i++)
+        if (src == g_src[i])
+            g_drops[i]++;
+}
+
 // The RED queue disc's drops (--red), by flow.
 static void
 OnQdiscDrop(Ptr<const QueueDiscItem> item)
 {
-    if (Simulator::Now().GetSeconds() < g_from)
-        return;
     Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
-    if (!ip)
-        return;
-    for (size_t i = 0; i < g_src.size(); i++)
-        if (ip->GetHeader().GetSource() == g_src[i])
-            g_drops[i]++;
+    if (ip)
+        CountDrop(ip->GetHeader().GetSource());
 }
 
 // Mean backlog after --from, sampled every millisecond.
@@ -238,13 +245,9 @@ static uint32_t g_maxq = 0;
 static void
 OnTcDrop(Ptr<const Packet> p)
 {
-    if (Simulator::Now().GetSeconds() < g_from)
-        return;
     Ipv4Header ip;
     p->PeekHeader(ip);
-    for (size_t i = 0; i < g_src.size(); i++)
-        if (ip.GetSource() == g_src[i])
-            g_drops[i]++;
+    CountDrop(ip.GetSource());
 }
 
 static void
@@ -398,8 +401,10 @@ main(int argc, char* argv[])
     stack.InstallAll();
 
     PointToPointHelper bott;
-    bott.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(bottleneckMbps * 1e6))));
-    bott.SetChannelAttribute("Delay", TimeValue(NanoSeconds(int64_t(bottleneckDelayMs * 1e6 + 0.5))));
+    DataRate bottleneckRate(uint64_t(bottleneckMbps * 1e6));
+    Time bottleneckDelay = NanoSeconds(int64_t(bottleneckDelayMs * 1e6 + 0.5));
+    bott.SetDeviceAttribute("DataRate", DataRateValue(bottleneckRate));
+    bott.SetChannelAttribute("Delay", TimeValue(bottleneckDelay));
     bool red = redMax > 0;
     bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(red ? "1p" : std::to_string(buf) + "p"));
     NetDeviceContainer bd = bott.Install(rt.Get(0), rt.Get(1));
@@ -412,8 +417,8 @@ main(int argc, char* argv[])
                              "MinTh", DoubleValue(redMin), "MaxTh", DoubleValue(redMax),
                              "LInterm", DoubleValue(10), "QW", DoubleValue(0.002),
                              "Gentle", BooleanValue(true), "MeanPktSize", UintegerValue(1000),
-                             "LinkBandwidth", DataRateValue(DataRate(uint64_t(bottleneckMbps * 1e6))),
-                             "LinkDelay", TimeValue(NanoSeconds(int64_t(bottleneckDelayMs * 1e6 + 0.5))));
+                             "LinkBandwidth", DataRateValue(bottleneckRate),
+                             "LinkDelay", TimeValue(bottleneckDelay));
         QueueDiscContainer qdc = tch.Install(bd.Get(0));
         g_qdisc = qdc.Get(0);
         g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
