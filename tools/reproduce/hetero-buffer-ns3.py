@@ -18,7 +18,15 @@ profile), and a 20-s run takes over 10 minutes.
 usage: hetero-buffer-ns3.py [--rate-mbps 100] [--buffers 0.1,1]
            [--disciplines droptail,red] [--seeds 1,2,3,4,5] [-j 2]
            [--tollgate PATH] [--ns3 PATH] [--ns3-args ARGS] [--only SIM]
-           [--out DIR]
+           [--out DIR] [--trace] [--jitter-us J]
+By default each simulator keeps its own timing: Tollgate's host jitter
+(`topology.jitter = "auto"`, eight packet times: 960 us at 100 Mbit/s) and
+ns-3's exact timing. --jitter-us J gives both the same: Tollgate's
+`topology.jitter` and ns-3's --jitterUs (a random delay uniform in [0, J] us
+per packet on each access link), 0 for exact timing in both.
+With --trace each run also writes its loss and window trace (Tollgate's
+TOLLGATE_TRACE, ns-3's --trace) beside its output, and the script prints
+tools/reproduce/loss-events.py's table for each run.
 Build ns-3's program first: OUT=/tmp/dumbbell tools/reproduce/ns3/build.sh
 (needs libns3-dev). Each run's output is kept in DIR (default
 /tmp/hetero-buffer-ns3), and a run whose output is there is not repeated."""
@@ -49,6 +57,13 @@ ap.add_argument('--ns3', default='/tmp/dumbbell')
 ap.add_argument('--ns3-args', default='', help="extra dumbbell arguments, e.g. '--pacing=1'")
 ap.add_argument('--only', choices=['tollgate', 'ns-3'], help='run one simulator')
 ap.add_argument('--out', default='/tmp/hetero-buffer-ns3')
+ap.add_argument('--ns3-reno', choices=['newreno', 'linuxreno'], default='newreno',
+                help="ns-3's class for the NewReno flow: TcpNewReno (grows half as fast with "
+                     "delayed ACKs) or TcpLinuxReno (counts the segments an ACK covers, as Tollgate)")
+ap.add_argument('--jitter-us', type=float,
+                help="the same timing noise in both simulators (default: each simulator's own)")
+ap.add_argument('--trace', action='store_true',
+                help='also trace drops and windows from 100 s on, and print loss-events.py for each run')
 a = ap.parse_args()
 seeds = [int(s) for s in a.seeds.split(',')]
 buffers = a.buffers.split(',')
@@ -73,25 +88,39 @@ def red_thresholds(buf):
     return lo, 3 * lo
 
 
+def loss_events(trace):
+    """Print loss-events.py's table for a trace."""
+    text = subprocess.run([sys.executable, os.path.join(HERE, 'loss-events.py'), trace,
+                           '--names', ','.join(CCAS)], check=True, capture_output=True, text=True).stdout
+    print(text, file=sys.stderr, flush=True)
+
+
 def tollgate_run(disc, buf, seed):
     """Goodputs (CCA order), Jain's index, mean backlog in packets."""
-    out = os.path.join(a.out, f'tg-{disc}-{buf}-{seed}')
+    jtag = '' if a.jitter_us is None else f'-jitter{a.jitter_us:g}us'
+    out = os.path.join(a.out, f'tg{jtag}-{disc}-{buf}-{seed}')
     res = os.path.join(out, 'results.json')
-    if not os.path.exists(res):
+    trace = os.path.join(out, 'trace.csv')
+    if not os.path.exists(res) or (a.trace and not os.path.exists(trace)):
         src = open(os.path.join(SCEN, f'{disc}-{buf}bdp.toml')).read()
         s = src.replace('rate = "1Gbit"', f'rate = "{a.rate_mbps:g}Mbit"')
         if disc == 'red':
             lo, hi = red_thresholds(buf)
             s = re.sub(r'min_th = [0-9.]+', f'min_th = {lo:.1f}', s)
             s = re.sub(r'max_th = [0-9.]+', f'max_th = {hi:.1f}', s)
+        if a.jitter_us is not None:
+            s = s.replace('[topology]\n', f'[topology]\njitter = "{a.jitter_us:g}us"\n')
         assert s != src
         os.makedirs(out, exist_ok=True)
         toml = os.path.join(out, 'scenario.toml')
         open(toml, 'w').write(s)
+        env = dict(os.environ, TOLLGATE_TRACE=trace, TOLLGATE_TRACE_FROM='100') if a.trace else None
         subprocess.run([a.tollgate, 'sim', toml, '--seed', str(seed), '--out', out + '/run',
-                        '--no-plots', '-q'], check=True)
+                        '--no-plots', '-q'], check=True, env=env)
         found = [os.path.join(d, f) for d, _, fs in os.walk(out + '/run') for f in fs if f == 'results.json']
         os.replace(found[0], res)
+    if a.trace:
+        loss_events(trace)
     r = json.load(open(res))
     g = {f['cca'].split('(')[0]: f['goodput_mbps'] for f in r['flows']}
     q_ms = r['ports'][0]['queue_delay_ms']['mean']
@@ -100,23 +129,34 @@ def tollgate_run(disc, buf, seed):
 
 def ns3_run(disc, buf, seed):
     extra = a.ns3_args.split()
+    if a.jitter_us is not None:
+        extra.append(f'--jitterUs={a.jitter_us:g}')
     tag = ''.join('-' + re.sub(r'[^A-Za-z0-9=.]', '', x) for x in extra)
+    if a.ns3_reno != 'newreno':
+        tag += '-' + a.ns3_reno
+    ccas = [a.ns3_reno if c == 'newreno' else c for c in CCAS]
     out = os.path.join(a.out, f'ns3{tag}-{disc}-{buf}-{seed}.txt')
-    if not os.path.exists(out):
+    trace = out + '.trace'
+    if not os.path.exists(out) or (a.trace and not os.path.exists(trace)):
         rng = random.Random(seed)
         starts = ','.join(f'{rng.random():.3f}' for _ in CCAS)  # Tollgate's "0s..1s"
-        cmd = [a.ns3, f'--rtts={RTT_MS},{RTT_MS},{RTT_MS}', f'--ccas={",".join(CCAS)}',
+        cmd = [a.ns3, f'--rtts={RTT_MS},{RTT_MS},{RTT_MS}', f'--ccas={",".join(ccas)}',
                f'--bottleneckDelay={BOTTLENECK_DELAY_MS}', f'--bottleneckMbps={a.rate_mbps:g}',
                f'--buf={limit(buf)}', '--duration=300', '--from=100', '--hystart=0', '--delack=2',
                '--backlog=1', f'--run={seed}', f'--starts={starts}'] + extra
         if disc == 'red':
             lo, hi = red_thresholds(buf)
             cmd.append(f'--red={lo},{hi}')
+        if a.trace:
+            cmd.append(f'--trace={trace}')
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         open(out + '.tmp', 'w').write(text)
         os.replace(out + '.tmp', out)
+    if a.trace:
+        loss_events(trace)
     text = open(out).read()
     g = {m[0]: float(m[1]) for m in re.findall(r'cca=(\w+) goodput_mbps=([0-9.]+)', text)}
+    g['newreno'] = g.get(a.ns3_reno, g.get('newreno'))
     jfi = float(re.search(r'jfi=([0-9.]+)', text)[1])
     q = float(re.search(r'qlen_mean_pkts=([0-9.]+)', text)[1])
     return [g[c] for c in CCAS], jfi, q

@@ -23,8 +23,12 @@
 // of NewReno, with or without --tax; --hystart=0 turns HyStart off and
 // --hystart=delay keeps only its delay-increase test (HyStartDetect=DELAY,
 // no ACK-train test: what Tollgate's `cubic(hystart=on)` implements).
-// --ccas=A,B,... gives flow i its own CCA (newreno, highspeed or cubic; the
-// hetero-buffer cross-check), overriding --cca for those flows.
+// --ccas=A,B,... gives flow i its own CCA (newreno, linuxreno, highspeed or
+// cubic; the hetero-buffer cross-check), overriding --cca for those flows.
+// ns-3's TcpNewReno grows by one segment per RTT only with an ACK per
+// segment: it adds MSS^2/cwnd per ACK, so with delayed ACKs (--delack=2) it
+// grows half as fast. linuxreno is ns-3's TcpLinuxReno, which counts the
+// segments each ACK covers (as Linux, RFC 3465 and Tollgate's newreno do).
 // --red=MIN,MAX puts a RED queue disc of BUF packets on the bottleneck
 // (Tollgate's RED defaults: max_p 0.1, weight 0.002, gentle, mean packet
 // 1,000 bytes for the idle decay, thresholds
@@ -35,6 +39,10 @@
 // --from (qlen_mean_pkts, sampled every ms, device queue plus queue disc;
 // off by default, so that scripts/bench-emulator times ns-3 without the
 // sampling events).
+// --trace=FILE writes, from --from on, one line per event: `X,t_ns,flow` a
+// packet of the flow dropped at the bottleneck; `C,t_ns,flow,cwnd_bytes` the
+// sender's window, sampled every 100 ms (tools/reproduce/loss-events.py reads
+// it beside Tollgate's TOLLGATE_TRACE).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -137,6 +145,8 @@ class Taxed : public Base
 };
 
 static std::vector<uint64_t> g_drops;
+static FILE* g_trace = nullptr; // --trace
+static std::vector<uint32_t> g_cwnd; // each sender's window, bytes (--trace)
 static std::vector<uint64_t> g_arrivals;
 static std::vector<uint64_t> g_rx;
 static std::vector<Ipv4Address> g_src;
@@ -195,6 +205,15 @@ FlowOf(Ptr<const Packet> p)
     return -1;
 }
 
+// A drop after --from of flow F's packet: counted, and traced with --trace.
+static void
+CountFlowDrop(size_t f)
+{
+    g_drops[f]++;
+    if (g_trace)
+        fprintf(g_trace, "X,%ld,%zu\n", (long)Simulator::Now().GetNanoSeconds(), f);
+}
+
 static void
 OnDrop(Ptr<const Packet> p)
 {
@@ -202,7 +221,7 @@ OnDrop(Ptr<const Packet> p)
         return;
     int f = FlowOf(p);
     if (f >= 0)
-        g_drops[f]++;
+        CountFlowDrop(f);
 }
 
 // A drop after --from of a packet from SRC, counted against its flow
@@ -214,7 +233,31 @@ CountDrop(Ipv4Address src)
         return;
     for (size_t i = 0; i < g_src.size(); i++)
         if (src == g_src[i])
-            g_drops[i]++;
+            CountFlowDrop(i);
+}
+
+// --trace: each sender's window, kept by the CongestionWindow trace and
+// written every 100 ms from --from on.
+static void
+OnCwnd(size_t f, uint32_t, uint32_t now)
+{
+    g_cwnd[f] = now;
+}
+
+static void
+HookCwnd(size_t f)
+{
+    std::string path = "/NodeList/" + std::to_string(f) + "/$ns3::TcpL4Protocol/SocketList/0/CongestionWindow";
+    Config::ConnectWithoutContext(path, MakeBoundCallback(&OnCwnd, f));
+}
+
+static void
+SampleCwnd()
+{
+    if (Simulator::Now().GetSeconds() >= g_from)
+        for (size_t f = 0; f < g_cwnd.size(); f++)
+            fprintf(g_trace, "C,%ld,%zu,%u\n", (long)Simulator::Now().GetNanoSeconds(), f, g_cwnd[f]);
+    Simulator::Schedule(MilliSeconds(100), &SampleCwnd);
 }
 
 // The RED queue disc's drops (--red), by flow.
@@ -293,6 +336,7 @@ main(int argc, char* argv[])
     std::vector<std::string> ccaList; // --ccas: per-flow CCA
     double redMin = 0, redMax = 0;    // --red=MIN,MAX: RED queue disc
     bool backlog = false;             // --backlog=1: sample the mean backlog
+    std::string tracePath;            // --trace=FILE
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
     {
@@ -334,9 +378,9 @@ main(int argc, char* argv[])
             std::string item;
             while (std::getline(ss, item, ','))
             {
-                if (item != "newreno" && item != "highspeed" && item != "cubic")
+                if (item != "newreno" && item != "linuxreno" && item != "highspeed" && item != "cubic")
                 {
-                    fprintf(stderr, "--ccas: unknown CCA %s (newreno, highspeed or cubic)\n", item.c_str());
+                    fprintf(stderr, "--ccas: unknown CCA %s (newreno, linuxreno, highspeed or cubic)\n", item.c_str());
                     return 2;
                 }
                 ccaList.push_back(item);
@@ -354,6 +398,7 @@ main(int argc, char* argv[])
             redMax = std::stod(v.substr(c + 1));
         }
         else if (k == "backlog") backlog = v == "1" || v == "true";
+        else if (k == "trace") tracePath = v;
         else if (k == "tax") g_tax = std::stod(v);
         else if (k == "cca") cubic = v == "cubic";
         else if (k == "hystart")
@@ -432,6 +477,7 @@ main(int argc, char* argv[])
     {
         TypeId t = ccaList[i] == "highspeed" ? TcpHighSpeed::GetTypeId()
                  : ccaList[i] == "cubic"     ? TcpCubic::GetTypeId()
+                 : ccaList[i] == "linuxreno" ? TcpLinuxReno::GetTypeId()
                                              : TcpNewReno::GetTypeId();
         snd.Get(i)->GetObject<TcpL4Protocol>()->SetAttribute("SocketType", TypeIdValue(t));
     }
@@ -467,6 +513,20 @@ main(int argc, char* argv[])
     g_q = q;
     if (backlog)
         Simulator::Schedule(MilliSeconds(1), &SampleBacklog);
+    if (!tracePath.empty())
+    {
+        g_trace = fopen(tracePath.c_str(), "w");
+        if (!g_trace)
+        {
+            perror(tracePath.c_str());
+            return 2;
+        }
+        g_cwnd.assign(n, 0);
+        // Each sender's socket exists once its application has started.
+        for (size_t i = 0; i < n; i++)
+            Simulator::Schedule(Seconds((i < starts.size() ? starts[i] : 0.0) + 0.001), &HookCwnd, i);
+        Simulator::Schedule(MilliSeconds(100), &SampleCwnd);
+    }
     rt.Get(0)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", MakeCallback(&OnTcDrop));
     if (getenv("NS3DBG"))
     {
@@ -482,6 +542,8 @@ main(int argc, char* argv[])
     }
     Simulator::Stop(Seconds(duration));
     Simulator::Run();
+    if (g_trace)
+        fclose(g_trace);
     double span = duration - g_from;
     if (many)
     {
