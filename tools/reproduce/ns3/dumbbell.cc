@@ -244,6 +244,7 @@ OnCwnd(size_t f, uint32_t, uint32_t now)
     g_cwnd[f] = now;
 }
 
+// Flow F's sender is node F: the senders are the first nodes created.
 static void
 HookCwnd(size_t f)
 {
