@@ -109,6 +109,8 @@ def tollgate_run(disc, buf, seed):
             s = re.sub(r'min_th = [0-9.]+', f'min_th = {lo:.1f}', s)
             s = re.sub(r'max_th = [0-9.]+', f'max_th = {hi:.1f}', s)
         if a.jitter_us is not None:
+            if '[topology]\n' not in s:
+                sys.exit(f'--jitter-us: {disc}-{buf}bdp.toml has no [topology] line to set the jitter under')
             s = s.replace('[topology]\n', f'[topology]\njitter = "{a.jitter_us:g}us"\n')
         assert s != src
         os.makedirs(out, exist_ok=True)
