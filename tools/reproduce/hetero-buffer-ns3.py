@@ -18,7 +18,7 @@ profile), and a 20-s run takes over 10 minutes.
 usage: hetero-buffer-ns3.py [--rate-mbps 100] [--buffers 0.1,1]
            [--disciplines droptail,red] [--seeds 1,2,3,4,5] [-j 2]
            [--tollgate PATH] [--ns3 PATH] [--ns3-args ARGS] [--only SIM]
-           [--out DIR] [--trace] [--jitter-us J]
+           [--out DIR] [--trace] [--jitter-us J] [--ns3-reno linuxreno]
 By default each simulator keeps its own timing: Tollgate's host jitter
 (`topology.jitter = "auto"`, eight packet times: 960 us at 100 Mbit/s) and
 ns-3's exact timing. --jitter-us J gives both the same: Tollgate's

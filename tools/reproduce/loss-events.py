@@ -53,19 +53,16 @@ def flow_of(field):
 
 def parse(line):
     """Take one trace line into `drops` and `cwnd`."""
-    k = line[0]
+    p = line.split(',')
+    k = p[0]
     if k == 'A':
-        p = line.split(',')
         if p[4] == '1':
             drops.append((int(p[1]), flow_of(p[2])))
     elif k == 'X':
-        p = line.split(',')
         drops.append((int(p[1]), flow_of(p[2])))
     elif k == 'C':
-        p = line.split(',')
         cwnd[flow_of(p[2])].append((int(p[1]), int(p[3])))
     elif k == 'K':
-        p = line.split(',')
         t, fl, w = int(p[1]), flow_of(p[2]), int(p[3])
         if next_grid[fl] is None:
             next_grid[fl] = (t // GRID + 1) * GRID
@@ -118,6 +115,6 @@ for fl in range(n):
             prev = (ts[j], ws[j])
     b = sum(before) / len(before) if before else float('nan')
     af = sum(after) / len(after) if after else float('nan')
-    print(f'| {names[fl] if fl < len(names) else fl} | {d} | {len(hits)} | {len(episodes)} | '
+    print(f'| {names[fl]} | {d} | {len(hits)} | {len(episodes)} | '
           f'{d / len(hits) if hits else 0:.1f} | {mean_w:.0f} | {b:.0f} / {af:.0f} | '
           f'{af / b if b == b and b else float("nan"):.2f} | {grown / took if took else float("nan"):.1f} |')
