@@ -555,11 +555,7 @@ impl Endpoint {
     }
 
     fn push_event(&mut self, ev: Event) {
-        if self.events.len() >= MAX_EVENTS {
-            self.stats.events_dropped += 1;
-        } else {
-            self.events.push_back(ev);
-        }
+        push_bounded(&mut self.events, &mut self.stats.events_dropped, ev);
     }
 
     /// Exchange endpoint events, collect application events, drop drained connections.
@@ -572,42 +568,42 @@ impl Endpoint {
                 conn.proto.handle_event(back);
             }
         }
-        let mut out = Vec::new();
+        // Straight into the event queue (a field apart from `conns`): a
+        // `Vec` per call was an allocation per received packet.
+        let (events, dropped) = (&mut self.events, &mut self.stats.events_dropped);
+        let mut out = |ev| push_bounded(events, dropped, ev);
         while let Some(ev) = conn.proto.poll() {
             match ev {
                 quinn_proto::Event::Connected => {
                     tracing::info!(parent: &conn.span, "connected");
-                    out.push(Event::Connected(ch));
+                    out(Event::Connected(ch));
                 }
                 quinn_proto::Event::ConnectionLost { reason } => {
                     tracing::info!(parent: &conn.span, %reason, "connection closed");
                     conn.closed = true;
-                    out.push(Event::Closed(ch, reason.into()));
+                    out(Event::Closed(ch, reason.into()));
                 }
                 quinn_proto::Event::Stream(StreamEvent::Opened { dir }) => {
                     while let Some(id) = conn.proto.streams().accept(dir) {
-                        out.push(Event::StreamOpened(ch, id));
+                        out(Event::StreamOpened(ch, id));
                     }
                 }
                 quinn_proto::Event::Stream(StreamEvent::Readable { id }) => {
-                    out.push(Event::Readable(ch, id))
+                    out(Event::Readable(ch, id))
                 }
                 quinn_proto::Event::Stream(StreamEvent::Writable { id }) => {
-                    out.push(Event::Writable(ch, id))
+                    out(Event::Writable(ch, id))
                 }
                 quinn_proto::Event::Stream(StreamEvent::Finished { id }) => {
-                    out.push(Event::StreamAcked(ch, id))
+                    out(Event::StreamAcked(ch, id))
                 }
                 quinn_proto::Event::Stream(StreamEvent::Stopped { id, error_code }) => {
-                    out.push(Event::StreamStopped(ch, id, error_code.into_inner()))
+                    out(Event::StreamStopped(ch, id, error_code.into_inner()))
                 }
                 _ => {}
             }
         }
         let drained = conn.proto.is_drained();
-        for ev in out {
-            self.push_event(ev);
-        }
         if drained {
             let report = self.report(now, ch).expect("connection exists");
             if let Some(conn) = self.conns.remove(&ch) {
@@ -1009,4 +1005,13 @@ pub fn dominant_dscp(counts: &[u64; 64]) -> u8 {
         }
     }
     best as u8
+}
+
+/// Queue `ev` unless [`MAX_EVENTS`] are waiting; then count it in `dropped`.
+fn push_bounded(events: &mut VecDeque<Event>, dropped: &mut u64, ev: Event) {
+    if events.len() >= MAX_EVENTS {
+        *dropped += 1;
+    } else {
+        events.push_back(ev);
+    }
 }
