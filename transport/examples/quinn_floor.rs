@@ -101,9 +101,18 @@ impl Wire {
     }
 }
 
-struct Counts {
+/// The hosts, the path between them, and what crossed it.
+struct Floor {
+    hosts: Vec<Host>,
+    wire: Wire,
+    server_config: Arc<ServerConfig>,
+    /// Scratch buffer for quinn-proto's transmits and responses.
+    buf: Vec<u8>,
+    /// Datagrams sent.
     datagrams: u64,
+    /// Of which at most [`SMALL`] bytes.
     small: u64,
+    /// Stream bytes the servers read.
     bytes_read: u64,
 }
 
@@ -174,61 +183,55 @@ fn main() {
             });
         }
     }
-    let mut wire = Wire {
-        fifo: VecDeque::new(),
-        data_queued: 0,
-        limit: queue,
-        drops: 0,
-    };
-    let mut buf = Vec::with_capacity(1500);
-    let mut counts = Counts {
+    let mut floor = Floor {
+        hosts,
+        wire: Wire {
+            fifo: VecDeque::new(),
+            data_queued: 0,
+            limit: queue,
+            drops: 0,
+        },
+        server_config,
+        buf: Vec::with_capacity(1500),
         datagrams: 0,
         small: 0,
         bytes_read: 0,
     };
     for i in 0..conns {
-        let server = hosts[2 * i + 1].addr;
-        let c = &mut hosts[2 * i];
+        let server = floor.hosts[2 * i + 1].addr;
+        let c = &mut floor.hosts[2 * i];
         let conn =
             c.ep.connect(now, client_config.clone(), server, "floor.test")
                 .expect("connect");
         c.conn = Some(conn);
-        step(&mut hosts, 2 * i, now, &mut wire, &mut buf, &mut counts);
+        floor.step(2 * i, now);
     }
 
     let wall = Instant::now();
-    while counts.datagrams < datagrams {
-        match wire.next() {
+    while floor.datagrams < datagrams {
+        match floor.wire.next() {
             Some((to, from, data)) => {
                 now += STEP;
-                deliver(
-                    &mut hosts,
-                    to,
-                    from,
-                    data,
-                    now,
-                    &mut wire,
-                    &mut buf,
-                    &server_config,
-                );
-                step(&mut hosts, to, now, &mut wire, &mut buf, &mut counts);
+                floor.deliver(to, from, data, now);
+                floor.step(to, now);
             }
             None => {
                 // Nothing in flight: jump to the earliest timer.
-                let next = hosts
+                let next = floor
+                    .hosts
                     .iter_mut()
                     .filter_map(|h| h.conn.as_mut().and_then(|(_, c)| c.poll_timeout()))
                     .min();
                 let Some(t) = next else {
                     eprintln!(
                         "error: every connection is idle after {} datagrams",
-                        counts.datagrams
+                        floor.datagrams
                     );
                     std::process::exit(1);
                 };
                 now = now.max(t);
-                for h in 0..hosts.len() {
-                    step(&mut hosts, h, now, &mut wire, &mut buf, &mut counts);
+                for h in 0..floor.hosts.len() {
+                    floor.step(h, now);
                 }
             }
         }
@@ -236,107 +239,93 @@ fn main() {
     let elapsed = wall.elapsed();
     println!(
         "quinn_floor: {} datagrams ({} of them at most {SMALL} bytes, {} dropped), {} connections, {:.1} MB of stream data read, {:.2} s wall ({:.0} ns per datagram), {:.1} s virtual",
-        counts.datagrams,
-        counts.small,
-        wire.drops,
+        floor.datagrams,
+        floor.small,
+        floor.wire.drops,
         conns,
-        counts.bytes_read as f64 / 1e6,
+        floor.bytes_read as f64 / 1e6,
         elapsed.as_secs_f64(),
-        elapsed.as_secs_f64() * 1e9 / counts.datagrams as f64,
+        elapsed.as_secs_f64() * 1e9 / floor.datagrams as f64,
         (now - start).as_secs_f64()
     );
 }
 
-/// Hand a datagram to host `to`'s endpoint and its connection.
-#[allow(clippy::too_many_arguments)]
-fn deliver(
-    hosts: &mut [Host],
-    to: usize,
-    from: SocketAddr,
-    data: BytesMut,
-    now: Instant,
-    wire: &mut Wire,
-    buf: &mut Vec<u8>,
-    server_config: &Arc<ServerConfig>,
-) {
-    let h = &mut hosts[to];
-    buf.clear();
-    match h.ep.handle(now, from, None, None, data, buf) {
-        Some(DatagramEvent::ConnectionEvent(_, ev)) => {
-            if let Some((_, c)) = h.conn.as_mut() {
-                c.handle_event(ev);
-            }
-        }
-        Some(DatagramEvent::NewConnection(incoming)) => {
-            buf.clear();
-            let conn =
-                h.ep.accept(incoming, now, buf, Some(server_config.clone()))
-                    .expect("accept");
-            h.conn = Some(conn);
-        }
-        Some(DatagramEvent::Response(t)) => {
-            wire.send(to, h.addr, BytesMut::from(&buf[..t.size]));
-        }
-        None => {}
-    }
-}
-
-/// Run host `i` at `now`: timers, endpoint events, the application, and
-/// every datagram it has to send.
-fn step(
-    hosts: &mut [Host],
-    i: usize,
-    now: Instant,
-    wire: &mut Wire,
-    buf: &mut Vec<u8>,
-    counts: &mut Counts,
-) {
-    let h = &mut hosts[i];
-    let Some((ch, conn)) = h.conn.as_mut() else {
-        return;
-    };
-    if conn.poll_timeout().is_some_and(|t| t <= now) {
-        conn.handle_timeout(now);
-    }
-    while let Some(ev) = conn.poll_endpoint_events() {
-        if let Some(back) = h.ep.handle_event(*ch, ev) {
-            conn.handle_event(back);
-        }
-    }
-    let client = is_client(i);
-    while let Some(ev) = conn.poll() {
-        if let Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) = ev {
-            h.stream = conn.streams().accept(Dir::Uni);
-        }
-    }
-    if client {
-        if h.stream.is_none() && !conn.is_handshaking() {
-            h.stream = conn.streams().open(Dir::Uni);
-        }
-        if let Some(id) = h.stream {
-            let mut s = conn.send_stream(id);
-            while matches!(s.write_chunks(&mut [Bytes::from_static(&ZEROS)]), Ok(w) if w.bytes > 0)
-            {
-            }
-        }
-    } else if let Some(id) = h.stream {
-        let mut r = conn.recv_stream(id);
-        if let Ok(mut chunks) = r.read(false) {
-            while let Ok(Some(c)) = chunks.next(usize::MAX) {
-                counts.bytes_read += c.bytes.len() as u64;
-            }
-            let _ = chunks.finalize();
-        };
-    }
-    loop {
+impl Floor {
+    /// Hand a datagram to host `to`'s endpoint and its connection.
+    fn deliver(&mut self, to: usize, from: SocketAddr, data: BytesMut, now: Instant) {
+        let h = &mut self.hosts[to];
+        let buf = &mut self.buf;
         buf.clear();
-        let Some(t) = conn.poll_transmit(now, 1, buf) else {
-            break;
-        };
-        counts.datagrams += 1;
-        if t.size <= SMALL {
-            counts.small += 1;
+        match h.ep.handle(now, from, None, None, data, buf) {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) => {
+                if let Some((_, c)) = h.conn.as_mut() {
+                    c.handle_event(ev);
+                }
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                buf.clear();
+                let conn =
+                    h.ep.accept(incoming, now, buf, Some(self.server_config.clone()))
+                        .expect("accept");
+                h.conn = Some(conn);
+            }
+            Some(DatagramEvent::Response(t)) => {
+                self.wire.send(to, h.addr, BytesMut::from(&buf[..t.size]));
+            }
+            None => {}
         }
-        wire.send(i, h.addr, BytesMut::from(&buf[..t.size]));
+    }
+
+    /// Run host `i` at `now`: timers, endpoint events, the application, and
+    /// every datagram it has to send.
+    fn step(&mut self, i: usize, now: Instant) {
+        let h = &mut self.hosts[i];
+        let Some((ch, conn)) = h.conn.as_mut() else {
+            return;
+        };
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
+        while let Some(ev) = conn.poll_endpoint_events() {
+            if let Some(back) = h.ep.handle_event(*ch, ev) {
+                conn.handle_event(back);
+            }
+        }
+        while let Some(ev) = conn.poll() {
+            if let Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) = ev {
+                h.stream = conn.streams().accept(Dir::Uni);
+            }
+        }
+        if is_client(i) {
+            if h.stream.is_none() && !conn.is_handshaking() {
+                h.stream = conn.streams().open(Dir::Uni);
+            }
+            if let Some(id) = h.stream {
+                let mut s = conn.send_stream(id);
+                while matches!(s.write_chunks(&mut [Bytes::from_static(&ZEROS)]), Ok(w) if w.bytes > 0)
+                {
+                }
+            }
+        } else if let Some(id) = h.stream {
+            let mut r = conn.recv_stream(id);
+            if let Ok(mut chunks) = r.read(false) {
+                while let Ok(Some(c)) = chunks.next(usize::MAX) {
+                    self.bytes_read += c.bytes.len() as u64;
+                }
+                let _ = chunks.finalize();
+            };
+        }
+        loop {
+            self.buf.clear();
+            let Some(t) = conn.poll_transmit(now, 1, &mut self.buf) else {
+                break;
+            };
+            self.datagrams += 1;
+            if t.size <= SMALL {
+                self.small += 1;
+            }
+            self.wire
+                .send(i, h.addr, BytesMut::from(&self.buf[..t.size]));
+        }
     }
 }
