@@ -175,6 +175,14 @@ AnyDrop2(std::string ctx, const Ipv4Header&, Ptr<const Packet> p, Ipv4L3Protocol
         fprintf(stderr, "ip drop at %s t=%.3f reason %d\n", ctx.c_str(), Simulator::Now().GetSeconds(), (int)r);
 }
 
+// The config path of flow F's congestion window. Flow F's sender is node F:
+// the senders are the first nodes created.
+static std::string
+CwndPath(size_t f)
+{
+    return "/NodeList/" + std::to_string(f) + "/$ns3::TcpL4Protocol/SocketList/0/CongestionWindow";
+}
+
 static void
 CwndChange(uint32_t o, uint32_t n)
 {
@@ -184,7 +192,7 @@ CwndChange(uint32_t o, uint32_t n)
 static void
 Hook()
 {
-    Config::ConnectWithoutContext("/NodeList/0/$ns3::TcpL4Protocol/SocketList/0/CongestionWindow", MakeCallback(&CwndChange));
+    Config::ConnectWithoutContext(CwndPath(0), MakeCallback(&CwndChange));
 }
 
 static int
@@ -244,12 +252,10 @@ OnCwnd(size_t f, uint32_t, uint32_t now)
     g_cwnd[f] = now;
 }
 
-// Flow F's sender is node F: the senders are the first nodes created.
 static void
 HookCwnd(size_t f)
 {
-    std::string path = "/NodeList/" + std::to_string(f) + "/$ns3::TcpL4Protocol/SocketList/0/CongestionWindow";
-    Config::ConnectWithoutContext(path, MakeBoundCallback(&OnCwnd, f));
+    Config::ConnectWithoutContext(CwndPath(f), MakeBoundCallback(&OnCwnd, f));
 }
 
 static void
