@@ -49,27 +49,45 @@ pub struct Entry<E> {
     pub ev: E,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
+/// What the heap stores: the order as one integer, `t` in the high and
+/// `seq` in the low 64 bits, so a comparison is one 128-bit compare (the
+/// heap's sift loops compare at every level).
+#[derive(Debug)]
+struct Keyed<E> {
+    key: u128,
+    ev: E,
+}
+
+impl<E> Keyed<E> {
+    fn new(t: u64, seq: u64, ev: E) -> Self {
+        Keyed {
+            key: (u128::from(t) << 64) | u128::from(seq),
+            ev,
+        }
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
+
+impl<E> PartialEq for Keyed<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+impl<E> Eq for Keyed<E> {}
+impl<E> PartialOrd for Keyed<E> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl<E> Ord for Entry<E> {
+impl<E> Ord for Keyed<E> {
     fn cmp(&self, o: &Self) -> Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
+        self.key.cmp(&o.key)
     }
 }
 
 /// Events up to a horizon, earliest first, ties in scheduling order.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
+    heap: BinaryHeap<Reverse<Keyed<E>>>,
     seq: u64,
     horizon: u64,
 }
@@ -104,13 +122,17 @@ impl<E> EventQueue<E> {
     pub fn push_reserved(&mut self, t: u64, seq: u64, ev: E) {
         debug_assert!(seq <= self.seq, "sequence number {seq} was not reserved");
         if t <= self.horizon {
-            self.heap.push(Reverse(Entry { t, seq, ev }));
+            self.heap.push(Reverse(Keyed::new(t, seq, ev)));
         }
     }
 
     /// The earliest event.
     pub fn pop(&mut self) -> Option<Entry<E>> {
-        self.heap.pop().map(|Reverse(e)| e)
+        self.heap.pop().map(|Reverse(k)| Entry {
+            t: (k.key >> 64) as u64,
+            seq: k.key as u64,
+            ev: k.ev,
+        })
     }
 
     /// Events stored.
