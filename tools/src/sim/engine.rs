@@ -1,8 +1,9 @@
 //! The event loop and the raw measurements it records.
 //!
-//! Events: a packet arriving at a link's input (or at its destination host
-//! after the last link), a router port's poll (its shaper or delay line has
-//! work), a host's transport timer, a flow's start, and the metrics sampler.
+//! Events: a packet arriving at a router port's input or at its destination
+//! host (access links are crossed without events, see `Sim::send_on`), a
+//! router port's poll (its shaper or delay line has work), a host's transport
+//! timer, a flow's start, and the metrics sampler.
 //! A host's timer is re-armed after every interaction from
 //! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout)
 //! through its [`TimerSlot`](super::queue::TimerSlot), which queues an event
@@ -522,6 +523,31 @@ impl Sim<'_> {
         self.push(at, Ev::Arrive(slot));
     }
 
+    /// `p` reaches the input of hop `p.hop` at `at` (not before now).
+    ///
+    /// Access links are crossed at once: each is fed by one host or one
+    /// router port (topology.rs), in the order its packets reach it, so the
+    /// time a packet leaves it can be computed as soon as the packet is
+    /// sent towards it, which saves one event per packet and direction
+    /// (a fifth of all events). The packet is then scheduled at the next
+    /// router port, or at its host after the last link.
+    fn send_on(&mut self, mut p: SimPacket, mut at: u64) {
+        while let Some(&link) = self.path(&p).get(p.hop as usize) {
+            let l = &mut self.net.links[link as usize];
+            if matches!(l.queue, LinkQueue::Port(_)) {
+                break;
+            }
+            let Some(end) = l.cross_wire(at, p.meta.len) else {
+                self.flows[p.flow as usize].access_drops += 1;
+                self.recycle(p);
+                return;
+            };
+            at = end;
+            p.hop += 1;
+        }
+        self.push_arrival(at, p);
+    }
+
     /// A packet reaches the input of hop `p.hop` (or its host after the last).
     fn arrive(&mut self, mut p: SimPacket) {
         let path = self.path(&p);
@@ -531,27 +557,7 @@ impl Sim<'_> {
         let now = self.now;
         let l = &mut self.net.links[link as usize];
         match &mut l.queue {
-            LinkQueue::Wire {
-                busy_until,
-                limit_bytes,
-                drops,
-            } => {
-                let start = now.max(*busy_until);
-                if let Some(limit) = limit_bytes {
-                    let backlog = ((start - now) as f64 / l.ns_per_byte) as u64;
-                    if backlog > *limit {
-                        *drops += 1;
-                        self.flows[p.flow as usize].access_drops += 1;
-                        self.recycle(p);
-                        return;
-                    }
-                }
-                let ser = (f64::from(p.meta.len) * l.ns_per_byte).round() as u64;
-                *busy_until = start + ser;
-                let at = *busy_until + l.delay_ns;
-                p.hop += 1;
-                self.push_arrival(at, p);
-            }
+            LinkQueue::Wire { .. } => self.send_on(p, now),
             LinkQueue::Port(port) => {
                 if self.loss > 0.0
                     && self.net.forward_ports.contains(&link)
@@ -622,7 +628,7 @@ impl Sim<'_> {
                 }
             }
             p.hop += 1;
-            self.push_arrival(at, p);
+            self.send_on(p, at);
         }
         for (p, reason) in c.dropped.drain(..) {
             self.flows[p.flow as usize].drops[reason.index()] += 1;

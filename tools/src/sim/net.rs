@@ -256,6 +256,31 @@ impl Link {
         }
     }
 
+    /// An access link ([`LinkQueue::Wire`]) takes a packet of `len` bytes
+    /// arriving at `at`: when it reaches the far end, or `None` if the
+    /// link's byte limit drops it (counted). Not for router ports.
+    pub fn cross_wire(&mut self, at: u64, len: u32) -> Option<u64> {
+        let LinkQueue::Wire {
+            busy_until,
+            limit_bytes,
+            drops,
+        } = &mut self.queue
+        else {
+            unreachable!("cross_wire on a router port");
+        };
+        let start = at.max(*busy_until);
+        if let Some(limit) = limit_bytes {
+            let backlog = ((start - at) as f64 / self.ns_per_byte) as u64;
+            if backlog > *limit {
+                *drops += 1;
+                return None;
+            }
+        }
+        let ser = (f64::from(len) * self.ns_per_byte).round() as u64;
+        *busy_until = start + ser;
+        Some(*busy_until + self.delay_ns)
+    }
+
     /// Serialization plus propagation time of a packet of `len` bytes.
     #[inline]
     pub fn transit_ns(&self, len: u32) -> u64 {

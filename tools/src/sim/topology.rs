@@ -9,6 +9,10 @@
 //! own delay, `rtt / 2 - (b - a + 1) * bottleneck_delay`, so the flow's base
 //! RTT is exactly the scenario's; the server side has zero delay.
 //!
+//! Every access link carries one flow in one direction and is fed by one
+//! host or one router port, in the order its packets reach it: the engine
+//! relies on that to cross access links without events.
+//!
 //! Addresses are labels: left-side hosts are `10.1.x.y`, right-side hosts
 //! `10.2.x.y`; clients use port 5000, servers 443.
 
