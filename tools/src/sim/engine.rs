@@ -29,7 +29,7 @@ use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
 use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{Host, Role};
-use super::net::{AnyQdisc, Collector, LinkQueue, SimPacket, WIRE_OVERHEAD};
+use super::net::{AnyQdisc, Collector, Crossing, LinkQueue, SimPacket, WIRE_OVERHEAD};
 use super::queue::EventQueue;
 use super::tls::Crypto;
 use super::topology::{self, FlowSpec, Network};
@@ -535,17 +535,18 @@ impl Sim<'_> {
     /// port, or at its host after the last link.
     fn send_on(&mut self, mut p: SimPacket, mut at: u64) {
         while let Some(&link) = self.path(&p).get(p.hop as usize) {
-            let l = &mut self.net.links[link as usize];
-            if matches!(l.queue, LinkQueue::Port(_)) {
-                break;
+            match self.net.links[link as usize].cross(at, p.meta.len) {
+                Crossing::Leaves(end) => {
+                    at = end;
+                    p.hop += 1;
+                }
+                Crossing::Dropped => {
+                    self.flows[p.flow as usize].access_drops += 1;
+                    self.recycle(p);
+                    return;
+                }
+                Crossing::RouterPort => break,
             }
-            let Some(end) = l.cross_wire(at, p.meta.len) else {
-                self.flows[p.flow as usize].access_drops += 1;
-                self.recycle(p);
-                return;
-            };
-            at = end;
-            p.hop += 1;
         }
         self.push_arrival(at, p);
     }

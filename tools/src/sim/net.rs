@@ -16,7 +16,7 @@
 
 use std::net::SocketAddr;
 
-use tollgate_cca::{Time, VariantId};
+use tollgate_cca::Time;
 use tollgate_router::classify::{Classifier, Rule};
 use tollgate_router::delay::DelayConfig;
 use tollgate_router::flow::FlowHasher;
@@ -108,9 +108,9 @@ pub struct RouterPort {
     pub poll_at: Option<u64>,
     /// Whether this port is a forward-direction bottleneck (metrics are kept for it).
     pub measured: bool,
-    /// Per flow and direction (`2 * flow + to_server`): the DSCP, flow hash
-    /// and variant [`RouterPort::classify`] last computed for it.
-    memo: Vec<Option<(u8, u64, VariantId)>>,
+    /// Per flow and direction (`2 * flow + to_server`): the DSCP and the
+    /// metadata [`RouterPort::classify`] last computed for it.
+    memo: Vec<Option<(u8, PacketMeta)>>,
 }
 
 impl RouterPort {
@@ -161,16 +161,14 @@ impl RouterPort {
     /// of a run).
     pub fn classify(&mut self, p: &mut SimPacket, to: SocketAddr) {
         let i = 2 * p.flow as usize + usize::from(p.to_server);
-        if let Some(Some((dscp, flow_hash, variant))) = self.memo.get(i).copied() {
+        if let Some(Some((dscp, meta))) = self.memo.get(i).copied() {
             if dscp == p.dscp {
+                // What varies per packet: length, ECN codepoint, tag.
                 p.meta = PacketMeta {
                     len: p.meta.len,
-                    flow_hash,
-                    variant,
                     ecn: p.meta.ecn,
-                    flow_end: false,
-                    delay_class: 0,
                     tag: p.meta.tag,
+                    ..meta
                 };
                 return;
             }
@@ -190,15 +188,14 @@ impl RouterPort {
             tcp_flags: 0,
         };
         let variant = self.classifier.classify(&info);
-        let flow_hash = self.hasher.hash(&key);
         p.meta = PacketMeta {
             tag: p.meta.tag,
-            ..PacketMeta::from_info(&info, flow_hash, variant)
+            ..PacketMeta::from_info(&info, self.hasher.hash(&key), variant)
         };
         if self.memo.len() <= i {
             self.memo.resize(i + 1, None);
         }
-        self.memo[i] = Some((p.dscp, flow_hash, variant));
+        self.memo[i] = Some((p.dscp, p.meta));
     }
 }
 
@@ -216,6 +213,17 @@ pub enum LinkQueue {
     },
     /// A router port running a discipline.
     Port(Box<RouterPort>),
+}
+
+/// What [`Link::cross`] did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crossing {
+    /// It reaches the link's far end at this time (ns).
+    Leaves(u64),
+    /// The access link's byte limit dropped it.
+    Dropped,
+    /// The link is a router port: the packet goes into its discipline.
+    RouterPort,
 }
 
 /// One direction of a cable.
@@ -256,29 +264,29 @@ impl Link {
         }
     }
 
-    /// An access link ([`LinkQueue::Wire`]) takes a packet of `len` bytes
-    /// arriving at `at`: when it reaches the far end, or `None` if the
-    /// link's byte limit drops it (counted). Not for router ports.
-    pub fn cross_wire(&mut self, at: u64, len: u32) -> Option<u64> {
+    /// A packet of `len` bytes reaches this link at `at`: an access link
+    /// ([`LinkQueue::Wire`]) serializes it or drops it for its byte limit
+    /// (counted); a router port is left to the caller.
+    pub fn cross(&mut self, at: u64, len: u32) -> Crossing {
         let LinkQueue::Wire {
             busy_until,
             limit_bytes,
             drops,
         } = &mut self.queue
         else {
-            unreachable!("cross_wire on a router port");
+            return Crossing::RouterPort;
         };
         let start = at.max(*busy_until);
         if let Some(limit) = limit_bytes {
             let backlog = ((start - at) as f64 / self.ns_per_byte) as u64;
             if backlog > *limit {
                 *drops += 1;
-                return None;
+                return Crossing::Dropped;
             }
         }
         let ser = (f64::from(len) * self.ns_per_byte).round() as u64;
         *busy_until = start + ser;
-        Some(*busy_until + self.delay_ns)
+        Crossing::Leaves(*busy_until + self.delay_ns)
     }
 
     /// Serialization plus propagation time of a packet of `len` bytes.
@@ -296,6 +304,7 @@ pub fn ecn_of(tos_ecn_bits: u8) -> Ecn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tollgate_cca::VariantId;
     use tollgate_router::classify::Prefix;
     use tollgate_router::droptail::DropTailConfig;
 
