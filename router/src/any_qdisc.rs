@@ -69,6 +69,10 @@ impl<P: PacketHandle> Qdisc<P> for AnyQdisc<P> {
         each!(self, q => q.dequeue(now))
     }
     #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        each!(self, q => q.enqueue_dequeue(packet, now))
+    }
+    #[inline]
     fn len(&self) -> usize {
         each!(self, q => q.len())
     }

@@ -45,7 +45,9 @@ use tollgate_cca::time::duration_nanos;
 use tollgate_cca::Time;
 
 use crate::flow::mix64;
-use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
+use crate::qdisc::{
+    check, enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
+};
 use crate::ring::Fifo;
 
 const NAME: &str = "cebinae";
@@ -521,12 +523,14 @@ impl<P: PacketHandle> Cebinae<P> {
     }
 }
 
-impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
-    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
-        let len = packet.len_bytes();
-        self.counters.on_receive(len);
-        self.advance(now);
-        let class = if self.detector.is_top(packet.flow_hash()) {
+impl<P: PacketHandle> Cebinae<P> {
+    /// The admission decision for a packet of `len` bytes of the flow with
+    /// `flow_hash` at `now` (the control loop already advanced): the queue
+    /// it goes to, its class and that class's byte counter once it is queued;
+    /// `None`: taxed.
+    #[inline]
+    fn admit(&self, flow_hash: u64, len: u32, now: Time) -> Option<(usize, usize, f64)> {
+        let class = if self.detector.is_top(flow_hash) {
             TOP
         } else {
             BOT
@@ -550,11 +554,31 @@ impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
         } else if b < (rates[head] + rates[tail]) * dt {
             tail
         } else {
+            return None;
+        };
+        Some((target, class, b.max(entitlement) + f64::from(len)))
+    }
+
+    /// Count a packet leaving the port: the port's and its flow's bytes.
+    #[inline]
+    fn on_leave(&mut self, flow_hash: u64, len: u32) {
+        self.port_bytes += u64::from(len);
+        self.detector.count(flow_hash, len);
+        self.counters.on_dequeue(len);
+    }
+}
+
+impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        self.advance(now);
+        let Some((target, class, bytes)) = self.admit(packet.flow_hash(), len, now) else {
             return self.counters.drop(DropReason::Tax, packet);
         };
         match self.queues[target].push(packet) {
             Ok(()) => {
-                self.class_bytes[class] = b.max(entitlement) + f64::from(len);
+                self.class_bytes[class] = bytes;
                 Verdict::Queued
             }
             Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
@@ -572,11 +596,29 @@ impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
             Some(p) => p,
             None => self.queues[1 - first].pop()?,
         };
-        let len = p.len_bytes();
-        self.port_bytes += u64::from(len);
-        self.detector.count(p.flow_hash(), len);
-        self.counters.on_dequeue(len);
+        self.on_leave(p.flow_hash(), p.len_bytes());
         Some(p)
+    }
+
+    /// With both queues empty, an admitted packet is the one the dequeue
+    /// takes (whichever queue has priority), and the dequeue's `advance`
+    /// at the same `now` has nothing left to do: the packet skips the queue.
+    #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        if !self.is_empty() {
+            return enqueue_then_dequeue(self, packet, now);
+        }
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        self.advance(now);
+        let hash = packet.flow_hash();
+        let Some((_, class, bytes)) = self.admit(hash, len, now) else {
+            return (self.counters.drop(DropReason::Tax, packet), None);
+        };
+        // An empty queue takes the packet (`max_size` >= 1).
+        self.class_bytes[class] = bytes;
+        self.on_leave(hash, len);
+        (Verdict::Queued, Some(packet))
     }
 
     fn len(&self) -> usize {

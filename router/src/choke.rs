@@ -22,8 +22,10 @@
 
 use tollgate_cca::Time;
 
-use crate::qdisc::{ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
-use crate::red::{RedConfig, RedCore, RedDecision};
+use crate::qdisc::{
+    enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
+};
+use crate::red::{RedConfig, RedCore};
 use crate::ring::HoleRing;
 
 const NAME: &str = "choke";
@@ -80,50 +82,45 @@ impl<P: PacketHandle> Choke<P> {
     }
 }
 
-impl<P: PacketHandle> Qdisc<P> for Choke<P> {
-    fn enqueue(&mut self, mut packet: P, now: Time) -> Verdict<P> {
+impl<P: PacketHandle> Choke<P> {
+    /// Steps 1-3 on an arrival (after counting it as received): the packet
+    /// to queue and whether it was marked, or the drop verdict.
+    #[inline]
+    fn admit(&mut self, packet: P, now: Time) -> Result<(P, bool), Verdict<P>> {
         let len = packet.len_bytes();
         self.counters.on_receive(len);
         self.core.update_average(self.q.len(), self.q.bytes(), now);
-        let mut marked = false;
-        if self.core.average() > self.core.config().min_th {
-            if let Some(i) = self.q.random_index(self.core.rng()) {
-                if self.q.get(i).is_some_and(|v| v.same_flow(&packet)) {
-                    let victim = self.q.remove(i);
-                    if let Some(v) = &victim {
-                        self.counters.on_drop(DropReason::ChokeMatch, v.len_bytes());
-                    }
-                    self.counters.on_drop(DropReason::ChokeMatch, len);
-                    return Verdict::Dropped {
-                        reason: DropReason::ChokeMatch,
-                        packet,
-                        victim,
-                    };
-                }
-            }
-            let decision = self.core.decide(len);
-            if decision != RedDecision::Pass {
-                if self.core.should_mark(decision, &packet) && packet.set_ce() {
-                    marked = true;
-                } else {
-                    let reason = if decision == RedDecision::Early {
-                        DropReason::Early
-                    } else {
-                        DropReason::Forced
-                    };
-                    return self.counters.drop(reason, packet);
-                }
-            }
-        } else {
+        if self.core.average() <= self.core.config().min_th {
             // Below min_th: RED's count restarts.
             let _ = self.core.decide(len);
+            return Ok((packet, false));
         }
-        match self.q.push(packet) {
-            Ok(()) if marked => {
-                self.counters.marked += 1;
-                Verdict::Marked
+        if let Some(i) = self.q.random_index(self.core.rng()) {
+            if self.q.get(i).is_some_and(|v| v.same_flow(&packet)) {
+                let victim = self.q.remove(i);
+                if let Some(v) = &victim {
+                    self.counters.on_drop(DropReason::ChokeMatch, v.len_bytes());
+                }
+                self.counters.on_drop(DropReason::ChokeMatch, len);
+                return Err(Verdict::Dropped {
+                    reason: DropReason::ChokeMatch,
+                    packet,
+                    victim,
+                });
             }
-            Ok(()) => Verdict::Queued,
+        }
+        self.core.judge(packet, &mut self.counters)
+    }
+}
+
+impl<P: PacketHandle> Qdisc<P> for Choke<P> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
+        let (packet, marked) = match self.admit(packet, now) {
+            Ok(admitted) => admitted,
+            Err(dropped) => return dropped,
+        };
+        match self.q.push(packet) {
+            Ok(()) => self.counters.queued(marked),
             Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
         }
     }
@@ -135,6 +132,20 @@ impl<P: PacketHandle> Qdisc<P> for Choke<P> {
             self.core.on_empty(now);
         }
         Some(p)
+    }
+
+    /// On an empty queue there is no packet to compare with, an admitted
+    /// arrival leaves at once and the idle period starts at `now`.
+    #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        if !self.q.is_empty() {
+            return enqueue_then_dequeue(self, packet, now);
+        }
+        // An empty ring takes the packet (`limit` >= 1).
+        match self.admit(packet, now) {
+            Ok(admitted) => self.core.pass(admitted, &mut self.counters, now),
+            Err(dropped) => (dropped, None),
+        }
     }
 
     fn len(&self) -> usize {

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use tollgate_cca::Time;
 
-use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
+use crate::qdisc::{
+    check, enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
+};
 use crate::ring::Fifo;
 
 const NAME: &str = "droptail";
@@ -136,6 +138,22 @@ impl<P: PacketHandle> Qdisc<P> for DropTail<P> {
         let p = self.q.pop()?;
         self.counters.on_dequeue(p.len_bytes());
         Some(p)
+    }
+
+    /// An empty queue hands an admitted arrival straight back.
+    #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        if !self.q.is_empty() {
+            return enqueue_then_dequeue(self, packet, now);
+        }
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        if u64::from(len) > self.byte_limit {
+            return (self.counters.drop(DropReason::Overlimit, packet), None);
+        }
+        // The packet limit is at least 1 (`validate`).
+        self.counters.on_dequeue(len);
+        (Verdict::Queued, Some(packet))
     }
 
     fn len(&self) -> usize {

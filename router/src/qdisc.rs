@@ -340,6 +340,18 @@ impl Counters {
         self.dropped_bytes[reason.index()] += u64::from(len);
     }
 
+    /// The verdict on an arrival that was queued, counting it as marked
+    /// if it was marked CE instead of being dropped.
+    #[inline]
+    pub fn queued<P>(&mut self, marked: bool) -> Verdict<P> {
+        if marked {
+            self.marked += 1;
+            Verdict::Marked
+        } else {
+            Verdict::Queued
+        }
+    }
+
     /// Count `packet` as dropped for `reason` and return the verdict that
     /// hands it back to the caller.
     #[inline]
@@ -368,6 +380,20 @@ impl Counters {
     }
 }
 
+/// The two calls [`Qdisc::enqueue_dequeue`] stands for: what it does unless
+/// a discipline overrides it, and an override's way back when its queue is
+/// not empty.
+#[inline]
+pub fn enqueue_then_dequeue<P: PacketHandle, Q: Qdisc<P> + ?Sized>(
+    q: &mut Q,
+    packet: P,
+    now: Time,
+) -> (Verdict<P>, Option<P>) {
+    let verdict = q.enqueue(packet, now);
+    let next = if q.is_empty() { None } else { q.dequeue(now) };
+    (verdict, next)
+}
+
 /// A queue discipline over packet handles `P`.
 ///
 /// Object safe: a port may hold a `Box<dyn Qdisc<P>>` chosen at run time.
@@ -376,6 +402,21 @@ pub trait Qdisc<P: PacketHandle> {
     fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P>;
     /// Take the next packet to transmit at `now`, if any.
     fn dequeue(&mut self, now: Time) -> Option<P>;
+    /// [`Qdisc::enqueue`] and then, unless the discipline is empty after
+    /// it, [`Qdisc::dequeue`], at the same `now`, in one call: the verdict
+    /// on the arrival and the packet to transmit.
+    ///
+    /// A port calls it for a packet that finds the discipline empty and the
+    /// link free, the common case on an uncongested port (Linux skips an
+    /// empty work-conserving qdisc altogether, `TCQ_F_CAN_BYPASS`). A
+    /// discipline overrides it where one call can skip the queue; the
+    /// verdict, the packet, and the discipline's state and counters after it
+    /// must be exactly those of the two calls (each override is tested
+    /// against them, whatever the queue holds).
+    #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        enqueue_then_dequeue(self, packet, now)
+    }
     /// Queued packets.
     fn len(&self) -> usize;
     /// Queued bytes.
@@ -408,6 +449,9 @@ impl<P: PacketHandle, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
     }
     fn dequeue(&mut self, now: Time) -> Option<P> {
         (**self).dequeue(now)
+    }
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        (**self).enqueue_dequeue(packet, now)
     }
     fn len(&self) -> usize {
         (**self).len()

@@ -42,7 +42,9 @@ use std::time::Duration;
 
 use tollgate_cca::Time;
 
-use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
+use crate::qdisc::{
+    check, enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
+};
 use crate::ring::Fifo;
 use tollgate_cca::rng::{self, SimRng};
 
@@ -344,6 +346,47 @@ impl RedCore {
     pub fn should_mark<P: PacketHandle>(&self, decision: RedDecision, p: &P) -> bool {
         self.cfg.ecn && p.ecn_capable() && !(decision == RedDecision::Forced && self.cfg.harddrop)
     }
+
+    /// Decide on `packet` ([`RedCore::decide`]) and carry it out: the
+    /// packet to queue and whether it was marked CE, or the drop verdict
+    /// (counted in `counters`).
+    #[inline]
+    pub fn judge<P: PacketHandle>(
+        &mut self,
+        mut packet: P,
+        counters: &mut Counters,
+    ) -> Result<(P, bool), Verdict<P>> {
+        let decision = self.decide(packet.len_bytes());
+        if decision == RedDecision::Pass {
+            return Ok((packet, false));
+        }
+        if self.should_mark(decision, &packet) && packet.set_ce() {
+            return Ok((packet, true));
+        }
+        let reason = if decision == RedDecision::Early {
+            DropReason::Early
+        } else {
+            DropReason::Forced
+        };
+        Err(counters.drop(reason, packet))
+    }
+
+    /// An admitted arrival ([`RedCore::judge`]'s `Ok`) that found the
+    /// queue empty and leaves at once, as RED's and CHOKe's
+    /// `enqueue_dequeue` have it: counted as queued and dequeued, and the
+    /// queue, empty again, starts its idle period at `now`.
+    #[inline]
+    pub fn pass<P: PacketHandle>(
+        &mut self,
+        (packet, marked): (P, bool),
+        counters: &mut Counters,
+        now: Time,
+    ) -> (Verdict<P>, Option<P>) {
+        let verdict = counters.queued(marked);
+        counters.on_dequeue(packet.len_bytes());
+        self.on_empty(now);
+        (verdict, Some(packet))
+    }
 }
 
 /// The RED discipline over a FIFO.
@@ -371,31 +414,25 @@ impl<P: PacketHandle> Red<P> {
     }
 }
 
-impl<P: PacketHandle> Qdisc<P> for Red<P> {
-    fn enqueue(&mut self, mut packet: P, now: Time) -> Verdict<P> {
-        let len = packet.len_bytes();
-        self.counters.on_receive(len);
+impl<P: PacketHandle> Red<P> {
+    /// RED's decision on an arrival (after counting it as received): the
+    /// packet to queue and whether it was marked, or the drop verdict.
+    #[inline]
+    fn admit(&mut self, packet: P, now: Time) -> Result<(P, bool), Verdict<P>> {
+        self.counters.on_receive(packet.len_bytes());
         self.core.update_average(self.q.len(), self.q.bytes(), now);
-        let decision = self.core.decide(len);
-        let mut marked = false;
-        if decision != RedDecision::Pass {
-            if self.core.should_mark(decision, &packet) && packet.set_ce() {
-                marked = true;
-            } else {
-                let reason = if decision == RedDecision::Early {
-                    DropReason::Early
-                } else {
-                    DropReason::Forced
-                };
-                return self.counters.drop(reason, packet);
-            }
-        }
+        self.core.judge(packet, &mut self.counters)
+    }
+}
+
+impl<P: PacketHandle> Qdisc<P> for Red<P> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
+        let (packet, marked) = match self.admit(packet, now) {
+            Ok(admitted) => admitted,
+            Err(dropped) => return dropped,
+        };
         match self.q.push(packet) {
-            Ok(()) if marked => {
-                self.counters.marked += 1;
-                Verdict::Marked
-            }
-            Ok(()) => Verdict::Queued,
+            Ok(()) => self.counters.queued(marked),
             Err(packet) => self.counters.drop(DropReason::Overlimit, packet),
         }
     }
@@ -407,6 +444,20 @@ impl<P: PacketHandle> Qdisc<P> for Red<P> {
             self.core.on_empty(now);
         }
         Some(p)
+    }
+
+    /// On an empty queue an admitted arrival leaves at once, and the queue
+    /// is empty again after it (RED's idle period starts at `now`).
+    #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        if !self.q.is_empty() {
+            return enqueue_then_dequeue(self, packet, now);
+        }
+        // An empty queue takes the packet (`limit` >= 1).
+        match self.admit(packet, now) {
+            Ok(admitted) => self.core.pass(admitted, &mut self.counters, now),
+            Err(dropped) => (dropped, None),
+        }
     }
 
     fn len(&self) -> usize {

@@ -42,7 +42,9 @@ use tollgate_cca::{Time, VariantId};
 
 use crate::bloom::Bloom;
 use crate::flow::mix64;
-use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
+use crate::qdisc::{
+    check, enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
+};
 use crate::ring::Fifo;
 use tollgate_cca::rng::{self, SimRng};
 
@@ -494,19 +496,30 @@ impl<P: PacketHandle> Rrmqs<P> {
     }
 }
 
-impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
-    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
-        let len = packet.len_bytes();
-        self.counters.on_receive(len);
-        self.advance(now);
+/// Where an admitted packet is queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Band {
+    /// The main queue, not metered (a variant without a measuring queue).
+    Unmetered,
+    /// The main queue (`prio`: its priority band), metered for variant `k`
+    /// under `flow_key`.
+    Main { k: usize, flow_key: u64, prio: bool },
+    /// Variant `k`'s measuring queue.
+    Measuring { k: usize, flow_key: u64 },
+}
+
+impl<P: PacketHandle> Rrmqs<P> {
+    /// The band an arrival goes to at `now` (the windows already advanced),
+    /// claiming or refreshing its measuring slot, or why it is dropped
+    /// (before any queue is full; the push may still find one full).
+    fn place(&mut self, packet: &P, now: Time) -> Result<Band, DropReason> {
+        let main_full = self.main.len() + self.main_prio.len() >= self.cfg.main_limit;
         let k = self.index_of[usize::from(packet.variant().dscp() & 63)];
         if k == NONE {
-            if self.main.len() + self.main_prio.len() >= self.cfg.main_limit {
-                return self.counters.drop(DropReason::Overlimit, packet);
-            }
-            return match self.main.push(packet) {
-                Ok(()) => Verdict::Queued,
-                Err(p) => self.counters.drop(DropReason::Overlimit, p),
+            return if main_full {
+                Err(DropReason::Overlimit)
+            } else {
+                Ok(Band::Unmetered)
             };
         }
         let k = usize::from(k);
@@ -517,33 +530,63 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
             if packet.flow_end() {
                 self.slots[slot].used = false;
             }
-            return match self.measuring[k].push(packet) {
-                Ok(()) => {
-                    self.measuring_len += 1;
-                    self.measuring_bytes += u64::from(len);
-                    self.tally[k].rr_packets += 1;
-                    self.tally[k].rr_flows += u64::from(self.bloom_rr.insert(flow_key));
-                    Verdict::Queued
-                }
-                Err(p) => self.counters.drop(DropReason::Overlimit, p),
-            };
+            return Ok(Band::Measuring { k, flow_key });
         }
         let feedback = self.feedback[k];
         if feedback == Feedback::Drop {
-            return self.counters.drop(DropReason::Feedback, packet);
+            return Err(DropReason::Feedback);
         }
-        if self.main.len() + self.main_prio.len() >= self.cfg.main_limit {
-            return self.counters.drop(DropReason::Overlimit, packet);
+        if main_full {
+            return Err(DropReason::Overlimit);
         }
-        let band = if feedback == Feedback::Priority {
-            &mut self.main_prio
-        } else {
-            &mut self.main
-        };
-        match band.push(packet) {
-            Ok(()) => {
+        Ok(Band::Main {
+            k,
+            flow_key,
+            prio: feedback == Feedback::Priority,
+        })
+    }
+
+    /// Meter a packet of `len` bytes queued in `band`.
+    fn on_queued(&mut self, band: Band, len: u32) {
+        match band {
+            Band::Unmetered => {}
+            Band::Main { k, flow_key, .. } => {
                 self.tally[k].main_packets += 1;
                 self.tally[k].main_flows += u64::from(self.bloom_main.insert(flow_key));
+            }
+            Band::Measuring { k, flow_key } => {
+                self.measuring_len += 1;
+                self.measuring_bytes += u64::from(len);
+                self.tally[k].rr_packets += 1;
+                self.tally[k].rr_flows += u64::from(self.bloom_rr.insert(flow_key));
+            }
+        }
+    }
+
+    /// Whether this dequeue serves the measuring set first (a draw when the
+    /// probability is not 0).
+    fn measuring_first(&mut self) -> bool {
+        self.probability > 0.0 && rng::chance(&mut self.rng, self.probability)
+    }
+}
+
+impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        self.advance(now);
+        let band = match self.place(&packet, now) {
+            Ok(band) => band,
+            Err(reason) => return self.counters.drop(reason, packet),
+        };
+        let pushed = match band {
+            Band::Unmetered | Band::Main { prio: false, .. } => self.main.push(packet),
+            Band::Main { prio: true, .. } => self.main_prio.push(packet),
+            Band::Measuring { k, .. } => self.measuring[k].push(packet),
+        };
+        match pushed {
+            Ok(()) => {
+                self.on_queued(band, len);
                 Verdict::Queued
             }
             Err(p) => self.counters.drop(DropReason::Overlimit, p),
@@ -552,15 +595,43 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
 
     fn dequeue(&mut self, now: Time) -> Option<P> {
         self.advance(now);
-        let measuring_first =
-            self.probability > 0.0 && rng::chance(&mut self.rng, self.probability);
-        let p = if measuring_first {
+        let p = if self.measuring_first() {
             self.dequeue_measuring().or_else(|| self.dequeue_main())
         } else {
             self.dequeue_main().or_else(|| self.dequeue_measuring())
         }?;
         self.counters.on_dequeue(p.len_bytes());
         Some(p)
+    }
+
+    /// With every queue empty, the dequeue takes the arrival whichever set
+    /// it serves first; it still makes its draw, and a measuring-queue
+    /// packet moves the round robin past its queue, as the two calls do.
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        if !self.is_empty() {
+            return enqueue_then_dequeue(self, packet, now);
+        }
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        self.advance(now);
+        let band = match self.place(&packet, now) {
+            Ok(band) => band,
+            Err(reason) => return (self.counters.drop(reason, packet), None),
+        };
+        // Empty queues take the packet (every limit is at least 1).
+        self.on_queued(band, len);
+        let _ = self.measuring_first();
+        if let Band::Measuring { k, .. } = band {
+            self.measuring_len -= 1;
+            self.measuring_bytes -= u64::from(len);
+            self.rr_next = if k + 1 == self.measuring.len() {
+                0
+            } else {
+                k + 1
+            };
+        }
+        self.counters.on_dequeue(len);
+        (Verdict::Queued, Some(packet))
     }
 
     fn len(&self) -> usize {

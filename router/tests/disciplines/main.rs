@@ -4,6 +4,7 @@
 mod cebinae;
 mod choke;
 mod common;
+mod enqueue_dequeue;
 mod port;
 mod red;
 mod rrmqs;
