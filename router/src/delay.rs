@@ -73,6 +73,9 @@ pub struct DelayLine<P> {
     rule_classes: usize,
     capacity: usize,
     len: usize,
+    /// No class delays (a port without `delay`, `class_delays` or rule
+    /// delays): [`DelayLine::can_bypass`] then needs no class lookup.
+    no_delay: bool,
 }
 
 impl<P: PacketHandle> DelayLine<P> {
@@ -118,6 +121,7 @@ impl<P: PacketHandle> DelayLine<P> {
             });
         }
         Ok(DelayLine {
+            no_delay: classes.iter().all(|c| c.delay.is_zero()),
             classes,
             class_of,
             rule_base,
@@ -159,7 +163,7 @@ impl<P: PacketHandle> DelayLine<P> {
     /// overtake another class's due packet.
     #[inline]
     pub fn can_bypass(&self, packet: &P) -> bool {
-        self.len == 0 && self.classes[self.class_index(packet)].delay.is_zero()
+        self.len == 0 && (self.no_delay || self.classes[self.class_index(packet)].delay.is_zero())
     }
 
     /// The earliest-due packet whose release time is `<= now`.

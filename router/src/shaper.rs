@@ -65,7 +65,9 @@ impl TokenBucket {
     #[inline]
     fn refill(&mut self, now: Time) {
         if now > self.last {
-            let dt = now.saturating_since(self.last).as_nanos() as f64;
+            // Nanoseconds as u64 (`now > last`): no `Duration` round trip
+            // (a split into seconds and back) on the per-packet path.
+            let dt = (now.as_nanos() - self.last.as_nanos()) as f64;
             self.tokens = (self.tokens + dt * self.bytes_per_ns).min(self.burst);
             self.last = now;
         }
