@@ -1,5 +1,8 @@
 //! ns per packet (one enqueue + one dequeue) for each discipline, 64-byte
-//! packets, with 1, 1 000 and 100 000 active flows.
+//! packets, with 1, 1 000 and 100 000 active flows; and (group
+//! `pass_through_64B`) ns per packet that finds the discipline empty and
+//! leaves at once through `Qdisc::enqueue_dequeue`, an uncongested port's
+//! case.
 //!
 //! `CARGO_TARGET_DIR=/work/targets/router cargo bench -p tollgate-router --bench qdisc`
 //!
@@ -78,6 +81,32 @@ fn bench(c: &mut Criterion) {
                     while q.len() > DEPTH {
                         black_box(q.dequeue(now));
                     }
+                })
+            });
+        }
+    }
+    group.finish();
+
+    // The uncongested port's case: each packet finds the discipline empty
+    // and leaves at once (`Port::receive_and_send` -> `enqueue_dequeue`).
+    let mut group = c.benchmark_group("pass_through_64B");
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    group.sample_size(20);
+    for name in ["droptail", "red", "choke", "cebinae", "rrmqs"] {
+        for flows in [1u64, 1_000, 100_000] {
+            let pkts = packets(flows);
+            let mut q = AnyQdisc::<PacketMeta>::new(&config(name)).unwrap();
+            let mut now_ps = 0u64;
+            let mut i = 0usize;
+            group.bench_with_input(BenchmarkId::new(name, flows), &flows, |b, _| {
+                b.iter(|| {
+                    now_ps += 67_200;
+                    let now = Time::from_nanos(now_ps / 1000);
+                    let p = pkts[i & 0xFFFF];
+                    i = i.wrapping_add(1);
+                    let r = q.enqueue_dequeue(black_box(p), now);
+                    black_box(&r);
                 })
             });
         }
