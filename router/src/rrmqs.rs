@@ -512,11 +512,11 @@ impl<P: PacketHandle> Rrmqs<P> {
     /// The band an arrival goes to at `now` (the windows already advanced),
     /// claiming or refreshing its measuring slot, or why it is dropped
     /// (before any queue is full; the push may still find one full).
+    #[inline(always)]
     fn place(&mut self, packet: &P, now: Time) -> Result<Band, DropReason> {
-        let main_full = self.main.len() + self.main_prio.len() >= self.cfg.main_limit;
         let k = self.index_of[usize::from(packet.variant().dscp() & 63)];
         if k == NONE {
-            return if main_full {
+            return if self.main_full() {
                 Err(DropReason::Overlimit)
             } else {
                 Ok(Band::Unmetered)
@@ -536,7 +536,7 @@ impl<P: PacketHandle> Rrmqs<P> {
         if feedback == Feedback::Drop {
             return Err(DropReason::Feedback);
         }
-        if main_full {
+        if self.main_full() {
             return Err(DropReason::Overlimit);
         }
         Ok(Band::Main {
@@ -546,7 +546,14 @@ impl<P: PacketHandle> Rrmqs<P> {
         })
     }
 
+    /// Whether the main queue (both bands) holds `main_limit` packets.
+    #[inline]
+    fn main_full(&self) -> bool {
+        self.main.len() + self.main_prio.len() >= self.cfg.main_limit
+    }
+
     /// Meter a packet of `len` bytes queued in `band`.
+    #[inline(always)]
     fn on_queued(&mut self, band: Band, len: u32) {
         match band {
             Band::Unmetered => {}
@@ -565,6 +572,7 @@ impl<P: PacketHandle> Rrmqs<P> {
 
     /// Whether this dequeue serves the measuring set first (a draw when the
     /// probability is not 0).
+    #[inline]
     fn measuring_first(&mut self) -> bool {
         self.probability > 0.0 && rng::chance(&mut self.rng, self.probability)
     }
