@@ -298,13 +298,13 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     /// congestion (with the default `min_th` of 5 packets, a 32-packet burst
     /// made them drop 12-14 % of the bench's uncongested load; router/DPDK.md).
     ///
-    /// A packet that finds the delay line bypassable, the discipline empty
-    /// and the transmit slot free takes [`Qdisc::enqueue_dequeue`]: one
-    /// call where the discipline can skip its queue, with the same result
-    /// as enqueueing and then dequeueing.
+    /// A packet that finds the delay line bypassable and the transmit slot
+    /// free takes [`Qdisc::enqueue_dequeue`], the same enqueue and dequeue
+    /// in one call, in which a discipline that finds itself empty skips its
+    /// queue.
     #[inline]
     pub fn receive_and_send(&mut self, packet: P, now: Time, sink: &mut impl Sink<P>) {
-        if self.slot.is_some() || !self.qdisc.is_empty() || !self.delay.can_bypass(&packet) {
+        if self.slot.is_some() || !self.delay.can_bypass(&packet) {
             self.receive(packet, now, sink);
             self.send_if_link_free(now, sink);
             return;
