@@ -406,9 +406,10 @@ pub trait Qdisc<P: PacketHandle> {
     /// it, [`Qdisc::dequeue`], at the same `now`, in one call: the verdict
     /// on the arrival and the packet to transmit.
     ///
-    /// A port calls it for a packet that finds the discipline empty and the
-    /// link free, the common case on an uncongested port (Linux skips an
-    /// empty work-conserving qdisc altogether, `TCQ_F_CAN_BYPASS`). A
+    /// A port calls it for each packet that finds the link free (nothing
+    /// waiting in its transmit slot, no delay to serve). On an uncongested
+    /// port the discipline is then almost always empty, and Linux would
+    /// skip an empty work-conserving qdisc altogether (`TCQ_F_CAN_BYPASS`). A
     /// discipline overrides it where one call can skip the queue; the
     /// verdict, the packet, and the discipline's state and counters after it
     /// must be exactly those of the two calls (each override is tested
