@@ -127,10 +127,9 @@ impl<P: PacketHandle> Qdisc<P> for Choke<P> {
 
     fn dequeue(&mut self, now: Time) -> Option<P> {
         let p = self.q.pop()?;
-        self.counters.on_dequeue(p.len_bytes());
-        if self.q.is_empty() {
-            self.core.on_empty(now);
-        }
+        let empty = self.q.is_empty();
+        self.core
+            .on_leave(p.len_bytes(), empty, now, &mut self.counters);
         Some(p)
     }
 

@@ -383,9 +383,19 @@ impl RedCore {
         now: Time,
     ) -> (Verdict<P>, Option<P>) {
         let verdict = counters.queued(marked);
-        counters.on_dequeue(packet.len_bytes());
-        self.on_empty(now);
+        self.on_leave(packet.len_bytes(), true, now, counters);
         (verdict, Some(packet))
+    }
+
+    /// A packet of `len` bytes left the queue at `now` (RED's and CHOKe's
+    /// dequeue): count it, and start the idle period if the queue is now
+    /// `empty`.
+    #[inline]
+    pub fn on_leave(&mut self, len: u32, empty: bool, now: Time, counters: &mut Counters) {
+        counters.on_dequeue(len);
+        if empty {
+            self.on_empty(now);
+        }
     }
 }
 
@@ -439,10 +449,9 @@ impl<P: PacketHandle> Qdisc<P> for Red<P> {
 
     fn dequeue(&mut self, now: Time) -> Option<P> {
         let p = self.q.pop()?;
-        self.counters.on_dequeue(p.len_bytes());
-        if self.q.is_empty() {
-            self.core.on_empty(now);
-        }
+        let empty = self.q.is_empty();
+        self.core
+            .on_leave(p.len_bytes(), empty, now, &mut self.counters);
         Some(p)
     }
 

@@ -479,16 +479,26 @@ impl<P: PacketHandle> Rrmqs<P> {
         let m = self.measuring.len();
         let mut k = self.rr_next;
         for _ in 0..m {
-            let next = if k + 1 == m { 0 } else { k + 1 };
             if let Some(p) = self.measuring[k].pop() {
-                self.rr_next = next;
-                self.measuring_len -= 1;
-                self.measuring_bytes -= u64::from(p.len_bytes());
+                self.left_measuring(k, p.len_bytes());
                 return Some(p);
             }
-            k = next;
+            k = if k + 1 == m { 0 } else { k + 1 };
         }
         None
+    }
+
+    /// A packet of `len` bytes left measuring queue `k`: the round robin
+    /// continues after `k`.
+    #[inline]
+    fn left_measuring(&mut self, k: usize, len: u32) {
+        self.rr_next = if k + 1 == self.measuring.len() {
+            0
+        } else {
+            k + 1
+        };
+        self.measuring_len -= 1;
+        self.measuring_bytes -= u64::from(len);
     }
 
     fn dequeue_main(&mut self) -> Option<P> {
@@ -634,13 +644,7 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
         self.on_queued(band, len);
         let _ = self.measuring_first();
         if let Band::Measuring { k, .. } = band {
-            self.measuring_len -= 1;
-            self.measuring_bytes -= u64::from(len);
-            self.rr_next = if k + 1 == self.measuring.len() {
-                0
-            } else {
-                k + 1
-            };
+            self.left_measuring(k, len);
         }
         self.counters.on_dequeue(len);
         (Verdict::Queued, Some(packet))
