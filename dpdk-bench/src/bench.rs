@@ -31,7 +31,8 @@ process) with two net_null ports, `--no-huge --no-pci`, on lcore 0 or, for
 scheduler on lcore 0); no NICs or hugepages are needed, but DPDK needs root.
 
 Every combination of --frame-len and --flows runs `forward` and then each
-case; ratios are to `forward` of the same combination in the same run.
+case; ratios are to `forward` of the same combination in the same run (the
+same round, with --repeat).
 
 Examples:
   tollgate-dpdk-bench --seconds 2 --frame-len 64 --flows 1024
@@ -39,6 +40,7 @@ Examples:
   tollgate-dpdk-bench --rate 1Gbit --cases droptail,red   # offered load above the shaped rate
   tollgate-dpdk-bench --rate 2Gbit --heavy 16:0.5 --cases cebinae   # 16 heavy hitters send half the frames
   tollgate-dpdk-bench --lcores 1,2 --seconds 3            # pipeline: ratio of 2 to 1 lcore
+  tollgate-dpdk-bench --repeat 5 --flows 1024,100000 --json out.json   # median and range of 5 rounds
   tollgate-dpdk-bench --seconds 1 -- --log-level=pmd.net.null:debug
 
 Reference: router/DPDK.md (building with DPDK, the dataplane, the benchmark).
@@ -95,7 +97,16 @@ struct Opts {
     /// under overload every flow Cebinae caches is a top flow.
     #[arg(long, value_name = "N:SHARE", value_parser = heavy)]
     heavy: Option<Heavy>,
-    /// Also write the results as JSON to this file.
+    /// Rounds (1..=100): run every case this many times, the rounds
+    /// interleaved (round 1 runs every combination and case, then round 2
+    /// ...), each round's ratios to that round's `forward`, and print the
+    /// median, minimum and maximum over the rounds. On a shared or noisy
+    /// machine 3 to 5 rounds tell a difference from the noise (like
+    /// `perf stat --repeat`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
+    /// Also write the results as JSON to this file, rewritten after every
+    /// case: an interrupted run keeps the cases it finished.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
     /// Internal: run one case (the parent starts a child per case).
@@ -180,6 +191,8 @@ impl FrameSize {
 /// One measured case, as printed and written to JSON.
 #[derive(Debug, Serialize)]
 struct Row {
+    /// The round (1-based; `--repeat`).
+    round: u32,
     case: String,
     lcores: u32,
     frame: String,
@@ -209,10 +222,96 @@ struct Row {
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     seconds: f64,
+    /// Rounds asked for (`--repeat`); `rows` holds the ones finished.
+    repeat: u32,
     rate: Option<&'a str>,
     /// Heavy hitters (`--heavy`), if any.
     heavy: Option<Heavy>,
     rows: &'a [Row],
+    /// One entry per frame, flows, case and lcores, over the rounds in `rows`.
+    summary: Vec<Summary>,
+}
+
+/// The median and range of one figure over the rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    /// `None` for no values; the median of an even count is the mean of
+    /// the middle two.
+    fn of(values: &[f64]) -> Option<Spread> {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = match n {
+            0 => return None,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.3} ({:.3}-{:.3})", self.median, self.min, self.max)
+    }
+}
+
+/// One case (frame, flows, case, lcores) over the rounds.
+#[derive(Debug, Serialize)]
+struct Summary {
+    case: String,
+    lcores: u32,
+    frame: String,
+    flows: u32,
+    rounds: usize,
+    tx_mpps: Spread,
+    /// Of each round's ratio to that round's forward.
+    ratio_to_forward: Spread,
+    rx_ratio_to_forward: Spread,
+    ratio_to_1_lcore: Option<Spread>,
+}
+
+/// The rows grouped by frame, flows, case and lcores, in the order each
+/// first appears.
+fn summarize(rows: &[Row]) -> Vec<Summary> {
+    let key = |r: &Row| (r.frame.clone(), r.flows, r.case.clone(), r.lcores);
+    let mut keys = Vec::new();
+    for r in rows {
+        if !keys.contains(&key(r)) {
+            keys.push(key(r));
+        }
+    }
+    keys.into_iter()
+        .filter_map(|k| {
+            let group: Vec<&Row> = rows.iter().filter(|r| key(r) == k).collect();
+            let spread =
+                |f: fn(&Row) -> f64| Spread::of(&group.iter().map(|r| f(r)).collect::<Vec<_>>());
+            let to_1: Vec<f64> = group.iter().filter_map(|r| r.ratio_to_1_lcore).collect();
+            let (frame, flows, case, lcores) = k;
+            // Every group has a row, so every spread but the optional one is `Some`.
+            Some(Summary {
+                rounds: group.len(),
+                tx_mpps: spread(|r| r.tx_mpps)?,
+                ratio_to_forward: spread(|r| r.ratio_to_forward)?,
+                rx_ratio_to_forward: spread(|r| r.rx_ratio_to_forward)?,
+                ratio_to_1_lcore: Spread::of(&to_1),
+                case,
+                lcores,
+                frame,
+                flows,
+            })
+        })
+        .collect()
 }
 
 fn seconds(s: &str) -> Result<f64, String> {
@@ -258,8 +357,9 @@ fn parent(o: &Opts) -> ExitCode {
     };
     let lcores: Vec<String> = o.lcores.iter().map(u32::to_string).collect();
     println!(
-        "tollgate-dpdk-bench: {} s per case, lcores {} (2-lcore layout {}), net_null0 <-> net_null1, shaped rate {}, {}",
+        "tollgate-dpdk-bench: {} s per case, {} round(s), lcores {} (2-lcore layout {}), net_null0 <-> net_null1, shaped rate {}, {}",
         o.seconds,
+        o.repeat,
         lcores.join(","),
         o.layout,
         o.rate.as_deref().unwrap_or("link speed"),
@@ -268,127 +368,178 @@ fn parent(o: &Opts) -> ExitCode {
             h.flows, h.share
         ))
     );
-    println!("| frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | rx ratio to forward | ratio to 1 lcore |");
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| round | frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | rx ratio to forward | ratio to 1 lcore |");
+    println!("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut rows: Vec<Row> = Vec::new();
-    for &frame in &o.frame_len {
-        for &flows in &o.flows {
-            let mut base = 0.0;
-            let runs = std::iter::once(("forward", 1)).chain(
-                o.cases
-                    .iter()
-                    .flat_map(|c| o.lcores.iter().map(move |&n| (c.as_str(), n))),
-            );
-            // The 1-lcore rate of the case being run (case, Mpps).
-            let mut one_lcore: Option<(&str, f64)> = None;
-            for (case, n) in runs {
-                tracing::info!(case, lcores = n, %frame, flows, "running case");
-                let mut cmd = Command::new(&exe);
-                cmd.args(["--child", case, "--seconds", &o.seconds.to_string()])
-                    .args([
-                        "--frame-len",
-                        &frame.to_string(),
-                        "--flows",
-                        &flows.to_string(),
-                        "--lcores",
-                        &n.to_string(),
-                        "--layout",
-                        &o.layout,
-                    ]);
-                if let Some(r) = &o.rate {
-                    cmd.args(["--rate", r]);
-                }
-                if let Some(h) = o.heavy {
-                    cmd.args(["--heavy", &h.to_string()]);
-                }
-                let out = cmd
-                    .args((0..o.verbose).map(|_| "-v"))
-                    .args(["--"])
-                    .args(&o.eal_extra)
-                    .output();
-                let out = match out {
-                    Ok(out) => out,
-                    Err(e) => {
-                        eprintln!("error: cannot run case {case}: {e}");
-                        return ExitCode::from(1);
-                    }
-                };
-                let text = String::from_utf8_lossy(&out.stdout);
-                let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
-                    eprintln!(
-                        "error: case {case} ({n} lcores) failed:\n{}{}",
-                        text,
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    return ExitCode::from(3);
-                };
-                let get = |k: &str| {
-                    line.split_whitespace()
-                        .find_map(|t| t.strip_prefix(&format!("{k}=")))
-                        .and_then(|v| v.parse::<f64>().ok())
-                        .unwrap_or(0.0)
-                };
-                let (rx, tx, mean) = (get("rx_mpps"), get("tx_mpps"), get("mean_len"));
-                if case == "forward" {
-                    base = tx;
-                } else if n == 1 {
-                    one_lcore = Some((case, tx));
-                }
-                let row = Row {
-                    case: case.to_string(),
-                    lcores: n,
-                    frame: frame.to_string(),
-                    flows,
-                    mean_frame_bytes: mean,
-                    rx_mpps: rx,
-                    tx_mpps: tx,
-                    tx_gbps: tx * mean * 8.0 / 1e3,
-                    ratio_to_forward: if base > 0.0 { tx / base } else { 0.0 },
-                    rx_ratio_to_forward: if base > 0.0 { rx / base } else { 0.0 },
-                    ratio_to_1_lcore: match one_lcore {
-                        Some((c, b)) if c == case && n > 1 && b > 0.0 => Some(tx / b),
-                        _ => None,
-                    },
-                };
-                println!(
-                    "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {} |",
-                    row.frame,
-                    row.flows,
-                    row.case,
-                    row.lcores,
-                    row.rx_mpps,
-                    row.tx_mpps,
-                    row.tx_gbps,
-                    row.ratio_to_forward,
-                    row.rx_ratio_to_forward,
-                    row.ratio_to_1_lcore
-                        .map(|r| format!("{r:.3}"))
-                        .unwrap_or_else(|| "-".into())
+    for round in 1..=o.repeat {
+        for &frame in &o.frame_len {
+            for &flows in &o.flows {
+                let mut base = 0.0;
+                let runs = std::iter::once(("forward", 1)).chain(
+                    o.cases
+                        .iter()
+                        .flat_map(|c| o.lcores.iter().map(move |&n| (c.as_str(), n))),
                 );
-                rows.push(row);
+                // The 1-lcore rate of the case being run (case, Mpps).
+                let mut one_lcore: Option<(&str, f64)> = None;
+                for (case, n) in runs {
+                    tracing::info!(round, case, lcores = n, %frame, flows, "running case");
+                    let (rx, tx, mean) = match run_child(o, &exe, case, n, frame, flows) {
+                        Ok(m) => m,
+                        Err(code) => return code,
+                    };
+                    if case == "forward" {
+                        base = tx;
+                    } else if n == 1 {
+                        one_lcore = Some((case, tx));
+                    }
+                    let row = Row {
+                        round,
+                        case: case.to_string(),
+                        lcores: n,
+                        frame: frame.to_string(),
+                        flows,
+                        mean_frame_bytes: mean,
+                        rx_mpps: rx,
+                        tx_mpps: tx,
+                        tx_gbps: tx * mean * 8.0 / 1e3,
+                        ratio_to_forward: if base > 0.0 { tx / base } else { 0.0 },
+                        rx_ratio_to_forward: if base > 0.0 { rx / base } else { 0.0 },
+                        ratio_to_1_lcore: match one_lcore {
+                            Some((c, b)) if c == case && n > 1 && b > 0.0 => Some(tx / b),
+                            _ => None,
+                        },
+                    };
+                    println!(
+                        "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {} |",
+                        row.round,
+                        row.frame,
+                        row.flows,
+                        row.case,
+                        row.lcores,
+                        row.rx_mpps,
+                        row.tx_mpps,
+                        row.tx_gbps,
+                        row.ratio_to_forward,
+                        row.rx_ratio_to_forward,
+                        row.ratio_to_1_lcore
+                            .map(|r| format!("{r:.3}"))
+                            .unwrap_or_else(|| "-".into())
+                    );
+                    rows.push(row);
+                    if let Some(path) = &o.json {
+                        if let Err(e) = write_json(o, path, &rows) {
+                            eprintln!("error: cannot write {}: {e}", path.display());
+                            return ExitCode::from(1);
+                        }
+                    }
+                }
             }
         }
     }
-    if let Some(path) = &o.json {
-        let report = Report {
-            seconds: o.seconds,
-            rate: o.rate.as_deref(),
-            heavy: o.heavy,
-            rows: &rows,
-        };
-        let text = match serde_json::to_string_pretty(&report) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: cannot encode JSON: {e}");
-                return ExitCode::from(1);
-            }
-        };
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return ExitCode::from(1);
-        }
+    if o.repeat > 1 {
+        print_summary(o.repeat, &summarize(&rows));
     }
     ExitCode::SUCCESS
+}
+
+/// Run one case in a child process: `(rx Mpps, forwarded Mpps, mean frame
+/// bytes)`, or the exit code after printing why it failed.
+fn run_child(
+    o: &Opts,
+    exe: &std::path::Path,
+    case: &str,
+    lcores: u32,
+    frame: FrameSize,
+    flows: u32,
+) -> Result<(f64, f64, f64), ExitCode> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["--child", case, "--seconds", &o.seconds.to_string()])
+        .args([
+            "--frame-len",
+            &frame.to_string(),
+            "--flows",
+            &flows.to_string(),
+            "--lcores",
+            &lcores.to_string(),
+            "--layout",
+            &o.layout,
+        ]);
+    if let Some(r) = &o.rate {
+        cmd.args(["--rate", r]);
+    }
+    if let Some(h) = o.heavy {
+        cmd.args(["--heavy", &h.to_string()]);
+    }
+    let out = cmd
+        .args((0..o.verbose).map(|_| "-v"))
+        .args(["--"])
+        .args(&o.eal_extra)
+        .output()
+        .map_err(|e| {
+            eprintln!("error: cannot run case {case}: {e}");
+            ExitCode::from(1)
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
+        eprintln!(
+            "error: case {case} ({lcores} lcores) failed:\n{}{}",
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return Err(ExitCode::from(3));
+    };
+    let get = |k: &str| {
+        line.split_whitespace()
+            .find_map(|t| t.strip_prefix(&format!("{k}=")))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok((get("rx_mpps"), get("tx_mpps"), get("mean_len")))
+}
+
+/// The table of medians and ranges over the rounds.
+fn print_summary(repeat: u32, summary: &[Summary]) {
+    println!();
+    println!(
+        "Over {repeat} rounds: median (min-max); ratios are each round's to that round's forward"
+    );
+    println!("| frame | flows | case | lcores | rounds | forwarded Mpps | ratio to forward | rx ratio to forward | ratio to 1 lcore |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|");
+    for m in summary {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            m.frame,
+            m.flows,
+            m.case,
+            m.lcores,
+            m.rounds,
+            m.tx_mpps,
+            m.ratio_to_forward,
+            m.rx_ratio_to_forward,
+            m.ratio_to_1_lcore
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+}
+
+/// Write the rows so far and their summary to `path`, through a temporary
+/// file renamed over it: an interrupt never leaves a half-written file.
+fn write_json(o: &Opts, path: &std::path::Path, rows: &[Row]) -> std::io::Result<()> {
+    let report = Report {
+        seconds: o.seconds,
+        repeat: o.repeat,
+        rate: o.rate.as_deref(),
+        heavy: o.heavy,
+        rows,
+        summary: summarize(rows),
+    };
+    let text = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".part");
+    std::fs::write(&tmp, text + "\n")?;
+    std::fs::rename(&tmp, path)
 }
 
 fn eal_args(o: &Opts, case: &str) -> Vec<String> {
@@ -544,6 +695,65 @@ mod tests {
         Opts::command().debug_assert();
     }
 
+    fn row(round: u32, case: &str, lcores: u32, tx: f64, base: f64, one: Option<f64>) -> Row {
+        Row {
+            round,
+            case: case.into(),
+            lcores,
+            frame: "64".into(),
+            flows: 1024,
+            mean_frame_bytes: 64.0,
+            rx_mpps: tx,
+            tx_mpps: tx,
+            tx_gbps: tx * 64.0 * 8.0 / 1e3,
+            ratio_to_forward: tx / base,
+            rx_ratio_to_forward: tx / base,
+            ratio_to_1_lcore: one.map(|b| tx / b),
+        }
+    }
+
+    #[test]
+    fn the_spread_is_median_and_range() {
+        assert_eq!(Spread::of(&[]), None);
+        let s = Spread::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = Spread::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        assert_eq!(s.to_string(), "2.500 (1.000-4.000)");
+    }
+
+    /// Each case's ratios are taken per round, then summarised: the median
+    /// ratio is not the ratio of the medians.
+    #[test]
+    fn the_summary_groups_rounds_per_case() {
+        let rows = [
+            row(1, "forward", 1, 20.0, 20.0, None),
+            row(1, "red", 1, 10.0, 20.0, None),
+            row(1, "red", 2, 18.0, 20.0, Some(10.0)),
+            row(2, "forward", 1, 30.0, 30.0, None),
+            row(2, "red", 1, 12.0, 30.0, None),
+            row(2, "red", 2, 21.0, 30.0, Some(12.0)),
+            row(3, "forward", 1, 25.0, 25.0, None),
+            row(3, "red", 1, 20.0, 25.0, None),
+        ];
+        let m = summarize(&rows);
+        let keys: Vec<(&str, u32, usize)> = m
+            .iter()
+            .map(|m| (m.case.as_str(), m.lcores, m.rounds))
+            .collect();
+        assert_eq!(keys, [("forward", 1, 3), ("red", 1, 3), ("red", 2, 2)]);
+        assert_eq!(m[0].tx_mpps.median, 25.0);
+        // red: 10/20, 12/30, 20/25 -> 0.4, 0.5, 0.8 (ratio of medians: 12/25).
+        let r = m[1].ratio_to_forward;
+        assert_eq!((r.median, r.min, r.max), (0.5, 0.4, 0.8));
+        assert_eq!(m[1].ratio_to_1_lcore, None);
+        let two = m[2].ratio_to_1_lcore.unwrap();
+        assert_eq!(
+            (two.min, two.max, two.median),
+            (1.75, 1.8, (1.75 + 1.8) / 2.0)
+        );
+    }
+
     #[test]
     fn options_and_eal_arguments() {
         let o = Opts::try_parse_from([
@@ -563,6 +773,7 @@ mod tests {
         );
         assert_eq!(o.eal_extra, ["--log-level=8"]);
         assert_eq!(o.cases, ["droptail", "red", "choke", "cebinae", "rrmqs"]);
+        assert_eq!(o.repeat, 1);
         let m = Opts::try_parse_from([
             "b",
             "--frame-len",
@@ -626,6 +837,8 @@ mod tests {
             &["b", "--heavy", "0:0.5"],
             &["b", "--heavy", "16:1"],
             &["b", "--heavy", "16:0"],
+            &["b", "--repeat", "0"],
+            &["b", "--repeat", "101"],
         ] {
             let e = Opts::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
