@@ -35,10 +35,16 @@ fn rounds_have_their_own_baseline_and_a_summary() {
     }
     let dir = scratch("bench-repeat");
     let json = dir.join("r.json");
+    // Every child with this file prefix (the last one given wins): each
+    // must leave no EAL runtime directory behind.
+    let prefix = format!("tgbench-test-{}", std::process::id());
+    let runtime = Path::new("/var/run/dpdk").join(&prefix);
     let out = Command::new(BIN)
         .args(["--repeat", "2", "--seconds", "0.2", "--cases", "droptail"])
         .arg("--json")
         .arg(&json)
+        .arg("--")
+        .arg(format!("--file-prefix={prefix}"))
         .output()
         .expect("run tollgate-dpdk-bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -48,6 +54,11 @@ fn rounds_have_their_own_baseline_and_a_summary() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("Over 2 rounds"), "{stdout}");
+    assert!(
+        !runtime.exists(),
+        "{} left behind (13 MB each without --no-shconf)",
+        runtime.display()
+    );
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = r["rows"].as_array().unwrap();
     let order: Vec<(u64, &str)> = rows
@@ -106,22 +117,32 @@ fn an_interrupted_run_keeps_the_finished_cases() {
     }
     let dir = scratch("bench-interrupt");
     let json = dir.join("r.json");
-    let mut run = Command::new(BIN)
-        .args([
-            "--repeat",
-            "3",
-            "--seconds",
-            "0.3",
-            "--cases",
-            "droptail,red",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("run tollgate-dpdk-bench");
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "--repeat",
+        "3",
+        "--seconds",
+        "0.3",
+        "--cases",
+        "droptail,red",
+    ])
+    .arg("--json")
+    .arg(&json)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .process_group(0);
+    // A shell without job control (a CI script, `nohup ... &`) starts its
+    // background commands with SIGINT ignored, and the disposition is
+    // inherited; a terminal's foreground job has the default, which is
+    // what Ctrl-C meets. Restore it, as an interactive shell does.
+    // SAFETY: signal() is async-signal-safe; nothing else runs in the fork.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut run = cmd.spawn().expect("run tollgate-dpdk-bench");
     let t0 = Instant::now();
     while rows_in(&json) < 2 {
         assert!(

@@ -49,13 +49,17 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// EAL arguments for an in-memory run with these vdevs. Each run gets its
-/// own file prefix so parallel test processes do not collide.
+/// own file prefix so parallel test processes do not collide, and
+/// `--no-shconf --no-telemetry`, so that it leaves nothing under that
+/// prefix (`Eal` removes the empty directory).
 pub fn eal_args(prefix: &str, vdevs: &[&str]) -> Vec<String> {
     let mut a: Vec<String> = [
         "-l",
         "0",
         "--no-huge",
         "--no-pci",
+        "--no-shconf",
+        "--no-telemetry",
         "-m",
         "512",
         "--log-level=lib.eal:warning",

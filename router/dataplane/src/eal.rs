@@ -61,10 +61,16 @@ const VDEV_HINT: &str = "create virtual ports with EAL arguments, e.g. \
     `--vdev net_ring0` (in-memory loopback), `--vdev net_af_packet0,iface=veth0` (a kernel interface), \
     or bind NICs with `dpdk-devbind.py --bind=vfio-pci 0000:01:00.0` and pass `-a 0000:01:00.0`";
 
-/// The initialised EAL. Dropping it calls `rte_eal_cleanup`.
+/// The initialised EAL. Dropping it calls `rte_eal_cleanup` and removes
+/// EAL's runtime directory (`/var/run/dpdk/<file-prefix>`) if it is empty,
+/// as it is with `--no-shconf`: a process started with a file prefix of its
+/// own (the benchmark's children, the tests) leaves nothing behind. Without
+/// `--no-shconf` the directory holds EAL's shared configuration (13 MB with
+/// `--no-huge`) and is kept, as DPDK leaves it.
 #[derive(Debug)]
 pub struct Eal {
     _argv: Vec<CString>,
+    runtime_dir: Option<std::path::PathBuf>,
 }
 
 impl Eal {
@@ -92,7 +98,18 @@ impl Eal {
             let errno = unsafe { ffi::tg_errno() };
             return Err(eal_error(errno, args));
         }
-        Ok(Eal { _argv: owned })
+        // SAFETY: EAL is initialised; the result is NULL or a C string in
+        // EAL's static storage.
+        let dir = unsafe { ffi::rte_eal_get_runtime_dir() };
+        let runtime_dir = (!dir.is_null()).then(|| {
+            // SAFETY: non-NULL, NUL-terminated (above).
+            let dir = unsafe { std::ffi::CStr::from_ptr(dir) };
+            std::path::PathBuf::from(dir.to_string_lossy().into_owned())
+        });
+        Ok(Eal {
+            _argv: owned,
+            runtime_dir,
+        })
     }
 
     /// Available ports.
@@ -142,6 +159,10 @@ impl Drop for Eal {
         // dataplane has been released (they are dropped before the Eal).
         unsafe {
             ffi::rte_eal_cleanup();
+        }
+        // Only an empty directory: `remove_dir` fails on any other.
+        if let Some(dir) = &self.runtime_dir {
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }

@@ -37,6 +37,7 @@ extern "C" {
     // ---- DPDK (real symbols) ----
     pub fn rte_eal_init(argc: c_int, argv: *mut *mut c_char) -> c_int;
     pub fn rte_eal_cleanup() -> c_int;
+    pub fn rte_eal_get_runtime_dir() -> *const c_char;
     pub fn rte_strerror(errnum: c_int) -> *const c_char;
     pub fn rte_eth_dev_count_avail() -> u16;
     pub fn rte_eth_dev_is_valid_port(port_id: u16) -> c_int;

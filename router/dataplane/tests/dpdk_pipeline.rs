@@ -29,6 +29,8 @@ fn eal(prefix: &str, lcores: &[&str]) -> Vec<String> {
         [
             "--no-huge",
             "--no-pci",
+            "--no-shconf",
+            "--no-telemetry",
             "-m",
             "512",
             "--log-level=lib.eal:warning",
