@@ -63,10 +63,12 @@ const VDEV_HINT: &str = "create virtual ports with EAL arguments, e.g. \
 
 /// The initialised EAL. Dropping it calls `rte_eal_cleanup` and removes
 /// EAL's runtime directory (`/var/run/dpdk/<file-prefix>`) if it is empty,
-/// as it is with `--no-shconf`: a process started with a file prefix of its
-/// own (the benchmark's children, the tests) leaves nothing behind. Without
-/// `--no-shconf` the directory holds EAL's shared configuration (13 MB with
-/// `--no-huge`) and is kept, as DPDK leaves it.
+/// as it is with `--no-shconf --no-telemetry`: a process started with a
+/// file prefix of its own (the benchmark's children, the tests) leaves
+/// nothing behind. Without `--no-shconf` the directory holds EAL's shared
+/// configuration (13 MB with `--no-huge`), and without `--no-telemetry` the
+/// telemetry socket, removed only after this drop; the directory is then
+/// kept, as DPDK leaves it.
 #[derive(Debug)]
 pub struct Eal {
     _argv: Vec<CString>,
