@@ -35,7 +35,7 @@ const PATCH: usize = 24;
 ///
 /// Every flow's frame is its class's frame (one per frame length and DSCP:
 /// a handful, hot in L1) with three 2-byte fields patched in from an 8-byte
-/// record per flow, read in order. The first version kept a heap frame and
+/// record per template (one per flow, as a rule), read in order. The first version kept a heap frame and
 /// a sequence counter per flow: at 100,000 flows every stamp then read
 /// about 110 bytes spread over 8 MB, a cost no NIC adds, and one that grew
 /// with the cache pressure of the case being measured (router/DPDK.md,
@@ -44,8 +44,15 @@ const PATCH: usize = 24;
 pub struct Synth {
     /// One frame per (length, DSCP) class.
     classes: Vec<Vec<u8>>,
-    /// Per flow: its class and the bytes that differ from the class's frame.
-    flows: Vec<FlowFields>,
+    /// Per template: its class and the bytes that differ from the class's
+    /// frame. A template per flow, except with IMIX and fewer than 12
+    /// flows: then 12, template `t` being flow `t % flows`.
+    templates: Vec<FlowFields>,
+    /// Only when a flow has several templates (IMIX, fewer than 12
+    /// flows): per template, its rank among its flow's templates and how
+    /// many the flow has, so that the flow's sequence number counts all
+    /// of its frames. Empty otherwise.
+    shared: Vec<(u32, u32)>,
     order: Skew,
 }
 
@@ -159,7 +166,7 @@ impl Synth {
             config.flows
         };
         let mut classes: Vec<Vec<u8>> = Vec::new();
-        let flows = (0..count)
+        let templates = (0..count)
             .map(|t| {
                 let f = Self::full_frame(config, t);
                 let same_class = |c: &Vec<u8>| {
@@ -189,9 +196,21 @@ impl Synth {
         } else {
             0
         };
+        let flows = config.flows.max(1);
+        let shared = if count == flows {
+            Vec::new()
+        } else {
+            (0..count)
+                .map(|t| {
+                    let f = t % flows;
+                    (t / flows, (count - f).div_ceil(flows))
+                })
+                .collect()
+        };
         Synth {
             classes,
-            flows,
+            templates,
+            shared,
             order: Skew {
                 heavy,
                 share,
@@ -246,23 +265,27 @@ impl Synth {
         };
         let k = &self.order;
         let share = f64::from(k.share) / f64::from(Skew::ONE);
-        share * mean(&self.flows[..k.heavy]) + (1.0 - share) * mean(&self.flows[k.heavy..])
+        share * mean(&self.templates[..k.heavy]) + (1.0 - share) * mean(&self.templates[k.heavy..])
     }
 
-    /// The next flow and its sequence number.
+    /// The next template and its flow's sequence number.
     #[inline]
     fn pick(&mut self) -> (usize, u32) {
-        self.order.next(self.flows.len())
+        let (t, round) = self.order.next(self.templates.len());
+        match self.shared.get(t) {
+            None => (t, round),
+            Some(&(rank, per_round)) => (t, round.wrapping_mul(per_round).wrapping_add(rank)),
+        }
     }
 
     /// Overwrite `m` with the next flow's frame.
     #[inline]
     pub fn stamp(&mut self, m: &mut Mbuf) {
-        if self.flows.is_empty() {
+        if self.templates.is_empty() {
             return;
         }
         let (i, seq) = self.pick();
-        let f = self.flows[i];
+        let f = self.templates[i];
         let class = &self.classes[usize::from(f.class)];
         if m.write_frame(class) {
             f.patch(class, seq, m.data_mut());
@@ -325,11 +348,11 @@ mod tests {
             .collect();
         for c in [config(70_000, 0, 0.0, false), imix_variants] {
             let s = Synth::new(&c);
-            assert_eq!(s.flows.len(), c.flows as usize);
+            assert_eq!(s.templates.len(), c.flows as usize);
             // A class per (length, TOS): 1 without IMIX; with it, the 3
             // IMIX lengths on 12 flows and 3 DSCPs give 6 pairs.
             assert_eq!(s.classes.len(), if c.imix { 6 } else { 1 });
-            for (t, f) in s.flows.iter().enumerate() {
+            for (t, f) in s.templates.iter().enumerate() {
                 let seq = 0x0102_0304 + t as u32;
                 let mut want = Synth::full_frame(&c, t as u32);
                 want[SEQ_OFFSET..SEQ_OFFSET + 4].copy_from_slice(&seq.to_be_bytes());
@@ -353,6 +376,22 @@ mod tests {
             sent[i] += 1;
         }
         assert!(sent[..3].iter().all(|&n| n > 3 * sent[9]), "{sent:?}");
+    }
+
+    #[test]
+    fn a_flow_with_several_imix_templates_numbers_all_its_frames() {
+        // IMIX with 5 flows: 12 templates, flow f sends templates f, f + 5
+        // (and f + 10 for f < 2); its sequence numbers count its frames,
+        // whatever their length.
+        let mut s = Synth::new(&config(5, 0, 0.0, true));
+        assert_eq!(s.templates.len(), 12);
+        let mut sent = [0u32; 5];
+        for _ in 0..1_200 {
+            let (t, seq) = s.pick();
+            assert_eq!(seq, sent[t % 5], "template {t}");
+            sent[t % 5] += 1;
+        }
+        assert_eq!(sent, [300, 300, 200, 200, 200]);
     }
 
     #[test]
