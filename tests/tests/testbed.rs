@@ -173,6 +173,25 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
         return skip(NAME, &r);
     }
     let dir = scratch("testbed");
+    // The RTT bounds are the one check that host load can break on its
+    // own (see `dumbbell_rtt_misses`): a run that misses them is repeated
+    // once, with the misses printed, and the test fails when the repeat
+    // misses too. Every other check must hold in every run.
+    for attempt in 1..=2 {
+        let misses = dumbbell_rtt_misses(&dir.join(format!("run-{attempt}")));
+        if misses.is_empty() {
+            return;
+        }
+        assert!(attempt == 1, "{misses:?}");
+        println!("RETRY {NAME}: {misses:?}");
+    }
+}
+
+/// One run of the dumbbell scenario in `dir`: asserts everything but the
+/// flows' RTTs, and returns the RTT bounds that were missed.
+fn dumbbell_rtt_misses(dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    let dir = dir.to_path_buf();
     let t0 = Instant::now();
     let run = run_testbed(&dir, SCENARIO, &[]);
     let (code, ref stdout, ref stderr) = run;
@@ -236,7 +255,10 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
     // (data packets alone: 1.1-2.6 ms above in 10 runs; alone on the path:
     // 100.2 ms). That is queueing and host delay, not emulation error; it
     // is reported (tools/README.md, Testbed) rather than hidden by
-    // staggering the starts.
+    // staggering the starts. The same inflation reached Libra once, in
+    // one of about 20 CI runs (session 25: 54.5 ms, the handshake's sample
+    // included, with the other three flows within their bounds and the
+    // router stalled for 14 ms): hence the repeat in the test above.
     let mut rtt_misses = Vec::new();
     for f in &r.flows {
         let emulated = f.emulated_rtt_ms.expect("emulated_rtt_ms");
@@ -261,11 +283,11 @@ fn a_dumbbell_through_the_router_carries_every_flow_at_its_emulated_rtt() {
         "goodput {total:.2} Mbit/s is below 90 % of 100 Mbit/s over the {window_s:.1} s window \
          less the router's {stalled_s:.3} s without CPU ({floor:.2} Mbit/s)"
     );
-    assert!(rtt_misses.is_empty(), "{rtt_misses:?}");
 
     // Nothing of the run is left.
     let id = testbed_id(&dir.join("results/testbed-dumbbell/testbed/router.toml"));
     assert_eq!(remains_of(id), Vec::<String>::new());
+    rtt_misses
 }
 
 const PARKING_LOT: &str = include_str!("../../tools/scenarios/testbed-parking-lot.toml");
