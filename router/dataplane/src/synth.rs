@@ -2,8 +2,9 @@
 //!
 //! Used on `net_null` ports (whose RX delivers zero-filled frames) by the
 //! benchmark and the accounting tests: each received mbuf is overwritten with
-//! the next flow's template frame, like a NIC DMA-ing a real packet. The
-//! templates are built once at start; stamping is a bounded memcpy.
+//! the next flow's frame, like a NIC DMA-ing a real packet. The frames are
+//! built once at start; stamping is a bounded memcpy of the flow's class
+//! frame and one 16-byte store of the fields that are the flow's own.
 //!
 //! Every frame carries its flow's sequence number (big-endian u32, the
 //! first 4 bytes of the UDP payload, offset [`SEQ_OFFSET`]; the UDP
@@ -34,12 +35,12 @@ const PATCH: usize = 24;
 /// Round-robin synthetic frames.
 ///
 /// Every flow's frame is its class's frame (one per frame length and DSCP:
-/// a handful, hot in L1) with three 2-byte fields patched in from an 8-byte
-/// record per template (one per flow, as a rule), read in order. The first version kept a heap frame and
-/// a sequence counter per flow: at 100,000 flows every stamp then read
-/// about 110 bytes spread over 8 MB, a cost no NIC adds, and one that grew
-/// with the cache pressure of the case being measured (router/DPDK.md,
-/// session 25).
+/// a handful, hot in L1) with three 2-byte fields patched in from an
+/// 8-byte record per template (one per flow, as a rule), read in order.
+/// The first version kept a heap frame and a sequence counter per flow: at
+/// 100,000 flows every stamp then read about 110 bytes spread over 8 MB, a
+/// cost no NIC adds, and one that grew with the cache pressure of the case
+/// being measured (router/DPDK.md, session 25).
 #[derive(Debug)]
 pub struct Synth {
     /// One frame per (length, DSCP) class.
