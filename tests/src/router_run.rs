@@ -53,20 +53,26 @@ pub fn scratch(name: &str) -> PathBuf {
 /// `--no-shconf --no-telemetry`, so that it leaves nothing under that
 /// prefix (`Eal` removes the empty directory).
 pub fn eal_args(prefix: &str, vdevs: &[&str]) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "-l",
-        "0",
-        "--no-huge",
-        "--no-pci",
-        "--no-shconf",
-        "--no-telemetry",
-        "-m",
-        "512",
-        "--log-level=lib.eal:warning",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    eal_args_on(&["-l", "0"], prefix, vdevs)
+}
+
+/// [`eal_args`] on the lcores `lcores` names: an lcore list (`["-l",
+/// "0-1"]`) or map (`["--lcores", "0@0,1@1"]`).
+pub fn eal_args_on(lcores: &[&str], prefix: &str, vdevs: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = lcores.iter().map(|s| s.to_string()).collect();
+    a.extend(
+        [
+            "--no-huge",
+            "--no-pci",
+            "--no-shconf",
+            "--no-telemetry",
+            "-m",
+            "512",
+            "--log-level=lib.eal:warning",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
     a.push(format!("--file-prefix={prefix}"));
     for v in vdevs {
         a.push("--vdev".into());

@@ -24,26 +24,7 @@ use tollgate_tests::skip;
 
 /// EAL arguments with an explicit lcore list (`-l 0-1`) or map (`--lcores`).
 fn eal(prefix: &str, lcores: &[&str]) -> Vec<String> {
-    let mut a: Vec<String> = lcores.iter().map(|s| s.to_string()).collect();
-    a.extend(
-        [
-            "--no-huge",
-            "--no-pci",
-            "--no-shconf",
-            "--no-telemetry",
-            "-m",
-            "512",
-            "--log-level=lib.eal:warning",
-            "--vdev",
-            "net_null0",
-            "--vdev",
-            "net_null1",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    a.push(format!("--file-prefix={prefix}"));
-    a
+    eal_args_on(lcores, prefix, &["net_null0", "net_null1"])
 }
 
 /// Two net_null ports with synthetic traffic both ways; `pipeline` is the
