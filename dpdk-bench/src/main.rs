@@ -5,10 +5,13 @@
 //! traffic through DPDK `net_null` ports (`--no-huge --no-pci`).
 //!
 //! `tollgate-dpdk-bench [--seconds 2] [--frame-len 64] [--flows 1024] [--lcores 1,2]
-//! [--repeat N] [--json FILE] [-v...] [-- EAL args]` runs one child process
-//! per case (EAL initialises once per process) and prints a table with the
-//! ratio to plain forwarding in the same run; with `--repeat`, also the
-//! median and range over N interleaved rounds. `--help` lists every option.
+//! [--repeat N] [--interleave SLICE] [--json FILE] [-v...] [-- EAL args]`
+//! runs one child process per case (EAL initialises once per process) and
+//! prints a table with the ratio to plain forwarding in the same run; with
+//! `--repeat`, also the median and range over N interleaved rounds; with
+//! `--interleave`, each 1-lcore case's ratio is to a forwarding loop that
+//! alternated with it in slices inside the same process. `--help` lists
+//! every option.
 //!
 //! Built only with the cargo feature `dpdk`:
 //! `cargo run --release -p tollgate-dpdk-bench --features dpdk`.

@@ -14,17 +14,8 @@ use serde_json::Value;
 use tollgate_tests::router_run::{require_root, scratch};
 use tollgate_tests::skip;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tollgate-dpdk-bench");
-
-fn f(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"))
-}
-
-/// Equal but for rounding (serde_json's default float parsing may be one
-/// ulp off the written value).
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
-}
+mod common;
+use common::{close, f, run_ok, BIN};
 
 /// Each round's ratio is to that round's forward, and the summary is the
 /// median and range of those ratios.
@@ -39,19 +30,13 @@ fn rounds_have_their_own_baseline_and_a_summary() {
     // must leave no EAL runtime directory behind.
     let prefix = format!("tgbench-test-{}", std::process::id());
     let runtime = Path::new("/var/run/dpdk").join(&prefix);
-    let out = Command::new(BIN)
-        .args(["--repeat", "2", "--seconds", "0.2", "--cases", "droptail"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--")
-        .arg(format!("--file-prefix={prefix}"))
-        .output()
-        .expect("run tollgate-dpdk-bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        Command::new(BIN)
+            .args(["--repeat", "2", "--seconds", "0.2", "--cases", "droptail"])
+            .arg("--json")
+            .arg(&json)
+            .arg("--")
+            .arg(format!("--file-prefix={prefix}")),
     );
     assert!(stdout.contains("Over 2 rounds"), "{stdout}");
     assert!(
