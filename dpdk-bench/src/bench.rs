@@ -500,7 +500,7 @@ fn parent(o: &Opts) -> ExitCode {
         }
     }
     if o.repeat > 1 {
-        print_summary(o.repeat, &summarize(&rows));
+        print_summary(o.repeat, o.interleave.is_some(), &summarize(&rows));
     }
     ExitCode::SUCCESS
 }
@@ -582,11 +582,14 @@ fn parse_result(line: &str) -> ChildResult {
 }
 
 /// The table of medians and ranges over the rounds.
-fn print_summary(repeat: u32, summary: &[Summary]) {
+fn print_summary(repeat: u32, interleaved: bool, summary: &[Summary]) {
     println!();
-    println!(
-        "Over {repeat} rounds: median (min-max); ratios are each round's to that round's forward"
-    );
+    let baseline = if interleaved {
+        "1-lcore rows' to the forwarding loop paired with them, 2-lcore rows' to that round's forward"
+    } else {
+        "each round's to that round's forward"
+    };
+    println!("Over {repeat} rounds: median (min-max); ratios are {baseline}");
     println!("| frame | flows | case | lcores | rounds | forwarded Mpps | ratio to forward | rx ratio to forward | ratio to 1 lcore | paired forward Mpps |");
     println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for m in summary {
