@@ -846,7 +846,7 @@ fn route_for(router: &mut Router, dur: Duration) -> Result<(u64, u64, f64), Stri
 
 /// What one child measured: the case, and with `--interleave` the plain
 /// forwarding loop that alternated with it in the same process.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Measured {
     rx: u64,
     tx: u64,
@@ -865,26 +865,30 @@ struct Measured {
 fn interleaved(o: &Opts, case: &str, eal: &Eal, slice: Duration) -> Result<Measured, String> {
     let mut fwd = PlainForward::start(o, eal, ["net_null2", "net_null3"], "bench_fwd_pool")?;
     let mut router = router_for(o, case, eal)?;
-    let mut m = Measured {
-        paired: Some((0, 0, 0.0)),
-        ..Measured::default()
-    };
-    let mut f = (0u64, 0u64, 0.0f64);
-    while m.secs < o.seconds || f.2 < o.seconds {
-        // Alternate which side goes first, so neither always follows the other.
-        let forward_first = m.slices.is_multiple_of(2);
+    // (rx, tx, seconds) of each side.
+    let (mut routed, mut forwarded) = ((0, 0, 0.0), (0, 0, 0.0));
+    let mut slices = 0u32;
+    while routed.2 < o.seconds || forwarded.2 < o.seconds {
+        // Alternate which side goes first (ABBA), so neither always
+        // follows the other.
+        let forward_first = slices.is_multiple_of(2);
         if forward_first {
-            add(&mut f, fwd.run_for(slice.as_secs_f64()));
+            add(&mut forwarded, fwd.run_for(slice.as_secs_f64()));
         }
-        let (rx, tx, secs) = route_for(&mut router, slice)?;
-        (m.rx, m.tx, m.secs) = (m.rx + rx, m.tx + tx, m.secs + secs);
+        add(&mut routed, route_for(&mut router, slice)?);
         if !forward_first {
-            add(&mut f, fwd.run_for(slice.as_secs_f64()));
+            add(&mut forwarded, fwd.run_for(slice.as_secs_f64()));
         }
-        m.slices += 1;
+        slices += 1;
     }
-    m.paired = Some(f);
-    Ok(m)
+    let (rx, tx, secs) = routed;
+    Ok(Measured {
+        rx,
+        tx,
+        secs,
+        paired: Some(forwarded),
+        slices,
+    })
 }
 
 fn add(total: &mut (u64, u64, f64), part: (u64, u64, f64)) {
