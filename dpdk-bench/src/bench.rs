@@ -34,6 +34,8 @@ Every combination of --frame-len and --flows runs `forward` and then each
 case; ratios are to `forward` of the same combination in the same run (the
 same round, with --repeat), or with --interleave to the forwarding loop that
 alternated with the case inside its own process (two more net_null ports).
+With --interleave a 2-lcore case alternates instead with the same case on
+1 lcore, and its ratio to 1 lcore is to that paired router.
 
 Examples:
   tollgate-dpdk-bench --seconds 2 --frame-len 64 --flows 1024
@@ -43,6 +45,7 @@ Examples:
   tollgate-dpdk-bench --lcores 1,2 --seconds 3            # pipeline: ratio of 2 to 1 lcore
   tollgate-dpdk-bench --repeat 5 --flows 1024,100000 --json out.json   # median and range of 5 rounds
   tollgate-dpdk-bench --interleave 100ms --repeat 3   # each case alternates with forwarding in one process
+  tollgate-dpdk-bench --interleave 100ms --lcores 1,2 --layout two-workers   # 2 lcores paired with 1
   tollgate-dpdk-bench --seconds 1 -- --log-level=pmd.net.null:debug
 
 Reference: router/DPDK.md (building with DPDK, the dataplane, the benchmark).
@@ -113,8 +116,11 @@ struct Opts {
     /// the forwarding loop on net_null2/3. A shared machine whose speed
     /// drifts between child processes then moves both sides alike, and the
     /// ratio to forward is taken to that paired loop (column `paired
-    /// forward Mpps`). A child takes twice `--seconds`. 2-lcore rows keep
-    /// the separate forward as their baseline.
+    /// forward Mpps`). A child takes twice `--seconds`. A 2-lcore case
+    /// alternates likewise with the same case on 1 lcore (a second router
+    /// on net_null2/3), and its ratio to 1 lcore is to that paired router
+    /// (column `paired 1-lcore Mpps`); its ratio to forward stays to the
+    /// round's `forward` row.
     #[arg(long, value_name = "SLICE", value_parser = slice)]
     interleave: Option<Duration>,
     /// Also write the results as JSON to this file, rewritten after every
@@ -233,13 +239,18 @@ struct Row {
     /// row's two ratios to forward (absent otherwise: the baseline is the
     /// round's `forward` row).
     paired_forward_mpps: Option<f64>,
+    /// With `--interleave`, 2-lcore rows: the forwarded Mpps of the same
+    /// case on 1 lcore that alternated with this row's router in its
+    /// process, the baseline of `ratio_to_1_lcore` (absent otherwise: the
+    /// baseline is the round's 1-lcore row of the case).
+    paired_1_lcore_mpps: Option<f64>,
 }
 
 impl Row {
     /// The row's line of the table `parent` prints.
     fn print(&self) {
         println!(
-            "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {} | {} | {} |",
             self.round,
             self.frame,
             self.flows,
@@ -250,14 +261,16 @@ impl Row {
             self.tx_gbps,
             self.ratio_to_forward,
             self.rx_ratio_to_forward,
-            self.ratio_to_1_lcore
-                .map(|r| format!("{r:.3}"))
-                .unwrap_or_else(|| "-".into()),
-            self.paired_forward_mpps
-                .map(|r| format!("{r:.3}"))
-                .unwrap_or_else(|| "-".into())
+            opt3(self.ratio_to_1_lcore),
+            opt3(self.paired_forward_mpps),
+            opt3(self.paired_1_lcore_mpps)
         );
     }
+}
+
+/// A figure with three decimals, or `-` when absent.
+fn opt3(v: Option<f64>) -> String {
+    v.map(|r| format!("{r:.3}")).unwrap_or_else(|| "-".into())
 }
 
 /// The JSON file.
@@ -325,6 +338,8 @@ struct Summary {
     ratio_to_1_lcore: Option<Spread>,
     /// Of the rows' `paired_forward_mpps` (`--interleave`).
     paired_forward_mpps: Option<Spread>,
+    /// Of the rows' `paired_1_lcore_mpps` (`--interleave`, 2 lcores).
+    paired_1_lcore_mpps: Option<Spread>,
 }
 
 /// The rows grouped by frame, flows, case and lcores, in the order each
@@ -342,8 +357,9 @@ fn summarize(rows: &[Row]) -> Vec<Summary> {
             let group: Vec<&Row> = rows.iter().filter(|r| key(r) == k).collect();
             let spread =
                 |f: fn(&Row) -> f64| Spread::of(&group.iter().map(|r| f(r)).collect::<Vec<_>>());
-            let to_1: Vec<f64> = group.iter().filter_map(|r| r.ratio_to_1_lcore).collect();
-            let paired: Vec<f64> = group.iter().filter_map(|r| r.paired_forward_mpps).collect();
+            let optional = |f: fn(&Row) -> Option<f64>| {
+                Spread::of(&group.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+            };
             let (frame, flows, case, lcores) = k;
             // Every group has a row, so every spread but the optional one is `Some`.
             Some(Summary {
@@ -351,8 +367,9 @@ fn summarize(rows: &[Row]) -> Vec<Summary> {
                 tx_mpps: spread(|r| r.tx_mpps)?,
                 ratio_to_forward: spread(|r| r.ratio_to_forward)?,
                 rx_ratio_to_forward: spread(|r| r.rx_ratio_to_forward)?,
-                ratio_to_1_lcore: Spread::of(&to_1),
-                paired_forward_mpps: Spread::of(&paired),
+                ratio_to_1_lcore: optional(|r| r.ratio_to_1_lcore),
+                paired_forward_mpps: optional(|r| r.paired_forward_mpps),
+                paired_1_lcore_mpps: optional(|r| r.paired_1_lcore_mpps),
                 case,
                 lcores,
                 frame,
@@ -439,9 +456,14 @@ fn parent(o: &Opts) -> ExitCode {
         println!(
             "1-lcore cases alternate with plain forwarding on net_null2 <-> net_null3 in their process, slices of {slice:?}: their ratios are to that paired forward"
         );
+        if o.lcores.contains(&2) {
+            println!(
+                "2-lcore cases alternate with the same case on 1 lcore on net_null2 <-> net_null3: their ratio to 1 lcore is to that paired router"
+            );
+        }
     }
-    println!("| round | frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | rx ratio to forward | ratio to 1 lcore | paired forward Mpps |");
-    println!("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| round | frame | flows | case | lcores | rx Mpps | forwarded Mpps | Gbit/s | ratio to forward | rx ratio to forward | ratio to 1 lcore | paired forward Mpps | paired 1-lcore Mpps |");
+    println!("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut rows: Vec<Row> = Vec::new();
     for round in 1..=o.repeat {
         for &frame in &o.frame_len {
@@ -481,11 +503,15 @@ fn parent(o: &Opts) -> ExitCode {
                         tx_gbps: tx * mean * 8.0 / 1e3,
                         ratio_to_forward: if base > 0.0 { tx / base } else { 0.0 },
                         rx_ratio_to_forward: if base > 0.0 { rx / base } else { 0.0 },
-                        ratio_to_1_lcore: match one_lcore {
-                            Some((c, b)) if c == case && n > 1 && b > 0.0 => Some(tx / b),
+                        // To the 1-lcore router interleaved with this one
+                        // (--interleave), else to this round's 1-lcore row.
+                        ratio_to_1_lcore: match (r.paired_1_lcore_mpps, one_lcore) {
+                            (Some(b), _) if b > 0.0 => Some(tx / b),
+                            (None, Some((c, b))) if c == case && n > 1 && b > 0.0 => Some(tx / b),
                             _ => None,
                         },
                         paired_forward_mpps: r.paired_forward_mpps,
+                        paired_1_lcore_mpps: r.paired_1_lcore_mpps,
                     };
                     row.print();
                     rows.push(row);
@@ -565,6 +591,8 @@ struct ChildResult {
     mean_len: f64,
     /// The interleaved forwarding loop's forwarded Mpps, if it ran.
     paired_forward_mpps: Option<f64>,
+    /// The interleaved 1-lcore router's forwarded Mpps, if it ran.
+    paired_1_lcore_mpps: Option<f64>,
 }
 
 fn parse_result(line: &str) -> ChildResult {
@@ -578,6 +606,7 @@ fn parse_result(line: &str) -> ChildResult {
         tx_mpps: get("tx_mpps").unwrap_or(0.0),
         mean_len: get("mean_len").unwrap_or(0.0),
         paired_forward_mpps: get("fwd_tx_mpps"),
+        paired_1_lcore_mpps: get("one_tx_mpps"),
     }
 }
 
@@ -585,16 +614,17 @@ fn parse_result(line: &str) -> ChildResult {
 fn print_summary(repeat: u32, interleaved: bool, summary: &[Summary]) {
     println!();
     let baseline = if interleaved {
-        "1-lcore rows' to the forwarding loop paired with them, 2-lcore rows' to that round's forward"
+        "1-lcore rows' to the forwarding loop paired with them; 2-lcore rows' to forward to that round's forward, to 1 lcore to the 1-lcore router paired with them"
     } else {
         "each round's to that round's forward"
     };
     println!("Over {repeat} rounds: median (min-max); ratios are {baseline}");
-    println!("| frame | flows | case | lcores | rounds | forwarded Mpps | ratio to forward | rx ratio to forward | ratio to 1 lcore | paired forward Mpps |");
-    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| frame | flows | case | lcores | rounds | forwarded Mpps | ratio to forward | rx ratio to forward | ratio to 1 lcore | paired forward Mpps | paired 1-lcore Mpps |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let opt = |s: Option<Spread>| s.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
     for m in summary {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             m.frame,
             m.flows,
             m.case,
@@ -603,12 +633,9 @@ fn print_summary(repeat: u32, interleaved: bool, summary: &[Summary]) {
             m.tx_mpps,
             m.ratio_to_forward,
             m.rx_ratio_to_forward,
-            m.ratio_to_1_lcore
-                .map(|r| r.to_string())
-                .unwrap_or_else(|| "-".into()),
-            m.paired_forward_mpps
-                .map(|r| r.to_string())
-                .unwrap_or_else(|| "-".into())
+            opt(m.ratio_to_1_lcore),
+            opt(m.paired_forward_mpps),
+            opt(m.paired_1_lcore_mpps)
         );
     }
 }
@@ -656,7 +683,7 @@ fn eal_args(o: &Opts, case: &str) -> Vec<String> {
     .map(|s| s.to_string())
     .collect();
     if interleaves(o, case) {
-        // The paired forwarding loop's two ports.
+        // The paired side's two ports (forwarding loop or 1-lcore router).
         for dev in ["net_null2", "net_null3"] {
             a.extend(["--vdev".to_string(), dev.to_string()]);
         }
@@ -669,11 +696,11 @@ fn eal_args(o: &Opts, case: &str) -> Vec<String> {
     a
 }
 
-/// Whether this child interleaves its case with plain forwarding: only
-/// discipline cases on one lcore (the pipeline's rows keep their own
-/// baseline, the 1-lcore rate of the same case).
+/// Whether this child interleaves its case with a paired side: every
+/// discipline case (with plain forwarding on 1 lcore, with the same case
+/// on 1 lcore on 2 lcores).
 fn interleaves(o: &Opts, case: &str) -> bool {
-    o.interleave.is_some() && case != "forward" && o.lcores[0] == 1
+    o.interleave.is_some() && case != "forward"
 }
 
 fn child(o: &Opts, case: &str) -> ExitCode {
@@ -697,7 +724,7 @@ fn child(o: &Opts, case: &str) -> ExitCode {
             PlainForward::start(o, &eal, ["net_null0", "net_null1"], "bench_pool")
                 .map(|mut f| one(f.run_for(o.seconds)))
         }
-        _ => router_for(o, case, &eal)
+        _ => router_for(o, case, &eal, MEASURED, o.lcores[0])
             .and_then(|mut r| route_for(&mut r, Duration::from_secs_f64(o.seconds)))
             .map(one),
     };
@@ -715,8 +742,8 @@ fn child(o: &Opts, case: &str) -> ExitCode {
 }
 
 /// The child's one line for the parent: `RESULT key=value ...`; with a
-/// paired forwarding loop also `fwd_rx`, `fwd_tx`, `fwd_secs`,
-/// `fwd_rx_mpps`, `fwd_tx_mpps`.
+/// paired side also its `rx`, `tx`, `secs`, `rx_mpps` and `tx_mpps`, each
+/// prefixed with `fwd_` (forwarding loop) or `one_` (1-lcore router).
 fn result_line(case: &str, m: &Measured, mean_len: f64) -> String {
     let mpps = |n: u64, secs: f64| n as f64 / secs / 1e6;
     let mut line = format!(
@@ -728,9 +755,10 @@ fn result_line(case: &str, m: &Measured, mean_len: f64) -> String {
         mpps(m.tx, m.secs),
         m.slices
     );
-    if let Some((rx, tx, secs)) = m.paired {
+    if let Some((side, (rx, tx, secs))) = m.paired {
+        let p = side.prefix();
         line += &format!(
-            " fwd_rx={rx} fwd_tx={tx} fwd_secs={secs:.3} fwd_rx_mpps={:.4} fwd_tx_mpps={:.4}",
+            " {p}_rx={rx} {p}_tx={tx} {p}_secs={secs:.3} {p}_rx_mpps={:.4} {p}_tx_mpps={:.4}",
             mpps(rx, secs),
             mpps(tx, secs)
         );
@@ -796,9 +824,21 @@ impl PlainForward {
     }
 }
 
-/// The full dataplane with `discipline` on both egress ports (net_null0
-/// and net_null1) at line rate, or shaped to `--rate`.
-fn router_for(o: &Opts, discipline: &str, eal: &Eal) -> Result<Router, String> {
+/// The ports of the measured case.
+const MEASURED: [&str; 2] = ["net_null0", "net_null1"];
+/// The ports of the paired side (`--interleave`).
+const PAIRED: [&str; 2] = ["net_null2", "net_null3"];
+
+/// The full dataplane with `discipline` on both egress ports of `devices`
+/// at line rate, or shaped to `--rate`, on `lcores` lcores (2: the
+/// `--layout` pipeline on lcores 0 and 1).
+fn router_for(
+    o: &Opts,
+    discipline: &str,
+    eal: &Eal,
+    devices: [&str; 2],
+    lcores: u32,
+) -> Result<Router, String> {
     let syn = o.frame_len[0].synthetic(o.flows[0], o.heavy);
     let rate = o
         .rate
@@ -811,21 +851,22 @@ fn router_for(o: &Opts, discipline: &str, eal: &Eal) -> Result<Router, String> {
             syn.flows, syn.frame_len, syn.imix, syn.heavy_flows, syn.heavy_share
         )
     };
+    let [a, b] = devices;
     // 2 lcores: the pipeline, RX/classify worker on lcore 1, the
     // scheduler of both egress ports on lcore 0 (the main lcore).
-    let pipeline = match (o.lcores[0] > 1, o.layout.as_str()) {
-        (false, _) => "",
+    let pipeline = match (lcores > 1, o.layout.as_str()) {
+        (false, _) => String::new(),
         (true, "two-workers") => {
-            // Worker lcore 0 polls net_null0, whose frames leave through
-            // net_null1, scheduled on lcore 0 too; likewise lcore 1.
-            "[pipeline]\nworkers = [0, 1]\nschedulers = { net_null0 = 1, net_null1 = 0 }\n"
+            // Worker lcore 0 polls the first port, whose frames leave
+            // through the second, scheduled on lcore 0 too; likewise lcore 1.
+            format!("[pipeline]\nworkers = [0, 1]\nschedulers = {{ {a} = 1, {b} = 0 }}\n")
         }
-        (true, _) => "[pipeline]\nworkers = [1]\nschedulers = { net_null0 = 0, net_null1 = 0 }\n",
+        (true, _) => format!("[pipeline]\nworkers = [1]\nschedulers = {{ {a} = 0, {b} = 0 }}\n"),
     };
     let text = format!(
         "stats_interval = \"0s\"\nhash_seed = 1\nmbufs = 16383\n{pipeline}{}{}",
-        port("net_null0", "net_null1"),
-        port("net_null1", "net_null0")
+        port(a, b),
+        port(b, a)
     );
     let cfg = RouterConfig::parse(&text).map_err(|e| e.to_string())?;
     Router::new(&cfg, eal).map_err(|e| e.to_string())
@@ -844,40 +885,84 @@ fn route_for(router: &mut Router, dur: Duration) -> Result<(u64, u64, f64), Stri
     Ok((s1.rx - s0.rx, s1.tx - s0.tx, secs))
 }
 
-/// What one child measured: the case, and with `--interleave` the plain
-/// forwarding loop that alternated with it in the same process.
+/// What one child measured: the case, and with `--interleave` the side
+/// that alternated with it in the same process.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Measured {
     rx: u64,
     tx: u64,
     secs: f64,
-    /// `(rx, tx, secs)` of the interleaved forwarding loop.
-    paired: Option<(u64, u64, f64)>,
+    /// The interleaved side and its `(rx, tx, secs)`.
+    paired: Option<(Side, (u64, u64, f64))>,
     /// Slices each side ran (1 without `--interleave`).
     slices: u32,
 }
 
-/// The case and plain forwarding in one process, in alternating slices of
+/// What an interleaved case alternates with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    /// Plain forwarding (a 1-lcore case): the baseline of its ratios to forward.
+    Forward,
+    /// The same case on 1 lcore (a 2-lcore case): the baseline of its
+    /// ratio to 1 lcore.
+    OneLcore,
+}
+
+impl Side {
+    /// The prefix of its keys in the result line.
+    fn prefix(self) -> &'static str {
+        match self {
+            Side::Forward => "fwd",
+            Side::OneLcore => "one",
+        }
+    }
+}
+
+/// The paired side of an interleaved child, on net_null2/3.
+enum Paired {
+    // Boxed: both hold kilobytes of burst buffers and lane state.
+    Forward(Box<PlainForward>),
+    OneLcore(Box<Router>),
+}
+
+impl Paired {
+    fn run_for(&mut self, slice: Duration) -> Result<(u64, u64, f64), String> {
+        match self {
+            Paired::Forward(f) => Ok(f.run_for(slice.as_secs_f64())),
+            Paired::OneLcore(r) => route_for(r, slice),
+        }
+    }
+}
+
+/// The case and its paired side in one process, in alternating slices of
 /// `slice` until each has run `--seconds`: the router on net_null0/1, the
-/// forwarding loop on net_null2/3 with its own pool. Both see the same
-/// minutes of a shared machine, so a drift of its speed moves both alike
-/// and cancels in their ratio.
+/// paired side on net_null2/3 with its own pool. On 1 lcore the paired side
+/// is plain forwarding; on 2 lcores, the same case on 1 lcore (a second
+/// router, no pipeline). Both see the same minutes of a shared machine,
+/// so a drift of its speed moves both alike and cancels in their ratio.
 fn interleaved(o: &Opts, case: &str, eal: &Eal, slice: Duration) -> Result<Measured, String> {
-    let mut fwd = PlainForward::start(o, eal, ["net_null2", "net_null3"], "bench_fwd_pool")?;
-    let mut router = router_for(o, case, eal)?;
+    let lcores = o.lcores[0];
+    let (side, mut paired) = if lcores == 1 {
+        let fwd = PlainForward::start(o, eal, PAIRED, "bench_fwd_pool")?;
+        (Side::Forward, Paired::Forward(Box::new(fwd)))
+    } else {
+        let one = router_for(o, case, eal, PAIRED, 1)?;
+        (Side::OneLcore, Paired::OneLcore(Box::new(one)))
+    };
+    let mut router = router_for(o, case, eal, MEASURED, lcores)?;
     // (rx, tx, seconds) of each side.
-    let (mut routed, mut forwarded) = ((0, 0, 0.0), (0, 0, 0.0));
+    let (mut routed, mut other) = ((0, 0, 0.0), (0, 0, 0.0));
     let mut slices = 0u32;
-    while routed.2 < o.seconds || forwarded.2 < o.seconds {
+    while routed.2 < o.seconds || other.2 < o.seconds {
         // Alternate which side goes first (ABBA), so neither always
         // follows the other.
-        let forward_first = slices.is_multiple_of(2);
-        if forward_first {
-            add(&mut forwarded, fwd.run_for(slice.as_secs_f64()));
+        let paired_first = slices.is_multiple_of(2);
+        if paired_first {
+            add(&mut other, paired.run_for(slice)?);
         }
         add(&mut routed, route_for(&mut router, slice)?);
-        if !forward_first {
-            add(&mut forwarded, fwd.run_for(slice.as_secs_f64()));
+        if !paired_first {
+            add(&mut other, paired.run_for(slice)?);
         }
         slices += 1;
     }
@@ -886,7 +971,7 @@ fn interleaved(o: &Opts, case: &str, eal: &Eal, slice: Duration) -> Result<Measu
         rx,
         tx,
         secs,
-        paired: Some(forwarded),
+        paired: Some((side, other)),
         slices,
     })
 }
@@ -920,6 +1005,7 @@ mod tests {
             rx_ratio_to_forward: tx / base,
             ratio_to_1_lcore: one.map(|b| tx / b),
             paired_forward_mpps: None,
+            paired_1_lcore_mpps: None,
         }
     }
 
@@ -931,7 +1017,7 @@ mod tests {
             rx: 3_000_000,
             tx: 2_000_000,
             secs: 0.5,
-            paired: Some((9_000_000, 8_000_000, 0.5)),
+            paired: Some((Side::Forward, (9_000_000, 8_000_000, 0.5))),
             slices: 5,
         };
         let line = result_line("red", &m, 64.0);
@@ -941,10 +1027,26 @@ mod tests {
         );
         let r = parse_result(&line);
         assert_eq!((r.rx_mpps, r.tx_mpps, r.mean_len), (6.0, 4.0, 64.0));
-        assert_eq!(r.paired_forward_mpps, Some(16.0));
+        assert_eq!(
+            (r.paired_forward_mpps, r.paired_1_lcore_mpps),
+            (Some(16.0), None)
+        );
+        let two = Measured {
+            paired: Some((Side::OneLcore, (4_000_000, 3_000_000, 0.5))),
+            ..m
+        };
+        let r = parse_result(&result_line("red", &two, 64.0));
+        assert_eq!(
+            (r.paired_forward_mpps, r.paired_1_lcore_mpps),
+            (None, Some(6.0))
+        );
         let plain = result_line("red", &Measured { paired: None, ..m }, 64.0);
-        assert!(!plain.contains("fwd_"), "{plain}");
-        assert_eq!(parse_result(&plain).paired_forward_mpps, None);
+        assert!(
+            !plain.contains("fwd_") && !plain.contains("one_"),
+            "{plain}"
+        );
+        let r = parse_result(&plain);
+        assert_eq!((r.paired_forward_mpps, r.paired_1_lcore_mpps), (None, None));
     }
 
     #[test]
@@ -995,6 +1097,13 @@ mod tests {
             (two.min, two.max, two.median),
             (1.75, 1.8, (1.75 + 1.8) / 2.0)
         );
+        assert_eq!(m[2].paired_1_lcore_mpps, None);
+        // Paired figures are summarised over the rows that have them.
+        let mut paired = rows;
+        paired[2].paired_1_lcore_mpps = Some(9.0);
+        paired[5].paired_1_lcore_mpps = Some(11.0);
+        let p = summarize(&paired)[2].paired_1_lcore_mpps.unwrap();
+        assert_eq!((p.median, p.min, p.max), (10.0, 9.0, 11.0));
     }
 
     #[test]

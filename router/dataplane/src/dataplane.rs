@@ -9,10 +9,12 @@
 //! burst buffer. Nothing on this path allocates: packets live in mbufs,
 //! handles move by value through the library's preallocated rings.
 //!
-//! Today one lcore runs every port pair: one [`Router`] owns every RX queue
-//! and every egress lane (see DPDK.md for the planned multi-lcore layout).
+//! Without `[pipeline]` one lcore runs every port pair: one [`Router`] owns
+//! every RX queue and every egress lane ([`Router::run`]). With it, RX
+//! workers and per-port schedulers run on several lcores
+//! ([`crate::pipeline`], DPDK.md "Lcore layout").
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use tollgate_cca::Time;
@@ -43,6 +45,20 @@ pub const TX_BURST: usize = 64;
 
 /// Set by SIGINT / SIGTERM.
 pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Routers built so far in this process: each names its mempool and rings
+/// with its number, since DPDK names are process-wide (two routers in one
+/// EAL, as `tollgate-dpdk-bench --interleave` runs them, need two pools).
+static ROUTERS: AtomicU32 = AtomicU32::new(0);
+
+/// The name of router `instance`'s mempool: `tollgate_pool`, then
+/// `tollgate_pool1`, `tollgate_pool2`, ...
+fn pool_name(instance: u32) -> String {
+    match instance {
+        0 => "tollgate_pool".to_string(),
+        n => format!("tollgate_pool{n}"),
+    }
+}
 
 /// One device: its RX side.
 #[derive(Debug)]
@@ -281,7 +297,8 @@ impl Router {
     /// Start every configured port and build the pipelines.
     pub fn new(cfg: &RouterConfig, eal: &Eal) -> Result<Router, DpdkError> {
         eal.require_ports()?;
-        let pool = Mempool::new("tollgate_pool", cfg.mbufs, eal)?;
+        let instance = ROUTERS.fetch_add(1, Ordering::Relaxed);
+        let pool = Mempool::new(&pool_name(instance), cfg.mbufs, eal)?;
         let classifier_rules = cfg.rules().map_err(|e| DpdkError {
             message: format!("rules: {e}"),
             hint: None,
@@ -373,7 +390,7 @@ impl Router {
                 // egress discipline reads the hash.
                 let hash = lanes.iter().any(|l| l.port.qdisc().reads_flow_hash());
                 let ingress = first.port.ingress().clone().with_flow_hash(hash);
-                Some(Pipeline::new(cfg, pl, &ports, &peers, &ingress)?)
+                Some(Pipeline::new(cfg, pl, instance, &ports, &peers, &ingress)?)
             }
             _ => None,
         };

@@ -371,11 +371,13 @@ impl Pipeline {
     /// Deal RX queues to workers (round robin over `ports[].queues` in
     /// config order) and create the rings. `ports[d]` is device `d`'s DPDK
     /// port id, `peer_lane[d]` the lane its frames leave through (L2), and
-    /// `ingress` the classification every port uses. Fails, naming the
-    /// key, when a configured lcore is not one of the EAL's.
+    /// `ingress` the classification every port uses; `router` is the
+    /// router's number in this process, part of the rings' names. Fails,
+    /// naming the key, when a configured lcore is not one of the EAL's.
     pub fn new(
         cfg: &RouterConfig,
         pl: &PipelineConfig,
+        router: u32,
         ports: &[u16],
         peer_lane: &[usize],
         ingress: &Ingress,
@@ -437,7 +439,11 @@ impl Pipeline {
                 // SAFETY: plain query of the initialised EAL.
                 let socket = unsafe { ffi::tg_lcore_socket(s) };
                 row.push(Ring::new(
-                    &format!("tg_w{}_e{lane}_{}", w.lcore, std::process::id() % 100_000),
+                    &format!(
+                        "tg{router}_w{}_e{lane}_{}",
+                        w.lcore,
+                        std::process::id() % 100_000
+                    ),
                     pl.ring_size,
                     socket,
                 )?);
