@@ -340,6 +340,9 @@ pub struct Cebinae<P> {
     class_bytes: [f64; 2],
     /// Rate per class per queue, bytes per ns.
     rate: [[f64; 2]; 2],
+    /// Per class, the admission thresholds of the current head, bytes:
+    /// `[rate_head * dT, (rate_head + rate_tail) * dT]` (set with the rates).
+    caps: [[f64; 2]; 2],
     /// Rates computed at the last evaluation, bytes per ns.
     computed: [f64; 2],
     base: Option<Time>,
@@ -362,13 +365,14 @@ impl<P: PacketHandle> Cebinae<P> {
         config.validate()?;
         let line = config.line_rate_bps / 8e9;
         let size = config.max_size as usize;
-        Ok(Cebinae {
+        let mut c = Cebinae {
             cfg: *config,
             queues: [Fifo::with_capacity(size), Fifo::with_capacity(size)],
             head: 0,
             reconfigured: false,
             class_bytes: [0.0; 2],
             rate: [[line; 2]; 2],
+            caps: [[0.0; 2]; 2],
             computed: [line; 2],
             base: None,
             next_due: 0,
@@ -381,7 +385,20 @@ impl<P: PacketHandle> Cebinae<P> {
             vdt: duration_nanos(config.vdt),
             l: duration_nanos(config.l),
             counters: Counters::default(),
-        })
+        };
+        c.install_rates([line; 2]);
+        Ok(c)
+    }
+
+    /// Install `per_class` (bytes per ns) on both queues, and the
+    /// admission thresholds that follow from them and the head.
+    fn install_rates(&mut self, per_class: [f64; 2]) {
+        let dt = self.dt as f64;
+        for c in [TOP, BOT] {
+            self.rate[c] = [per_class[c]; 2];
+            let (head, tail) = (self.rate[c][self.head], self.rate[c][1 - self.head]);
+            self.caps[c] = [head * dt, (head + tail) * dt];
+        }
     }
 
     /// Whether the flow with this hash is currently classified top.
@@ -461,7 +478,7 @@ impl<P: PacketHandle> Cebinae<P> {
                 base = Time::from_nanos(rotate_at + skipped * dt);
                 self.class_bytes = [0.0; 2];
                 self.computed = [self.line; 2];
-                self.rate = [[self.line; 2]; 2];
+                self.install_rates([self.line; 2]);
                 self.detector.clear_top();
                 self.detector.clear_cache();
                 self.port_bytes = 0;
@@ -516,9 +533,7 @@ impl<P: PacketHandle> Cebinae<P> {
             self.class_bytes[c] = (self.class_bytes[c] - self.rate[c][self.head] * dt).max(0.0);
         }
         self.head = 1 - self.head;
-        for c in [TOP, BOT] {
-            self.rate[c] = [self.computed[c]; 2];
-        }
+        self.install_rates(self.computed);
         self.reconfigured = false;
     }
 }
@@ -536,22 +551,27 @@ impl<P: PacketHandle> Cebinae<P> {
             BOT
         };
         let (head, tail) = (self.head, 1 - self.head);
-        let dt = self.dt as f64;
         let base = self.base.unwrap_or(now);
         let elapsed = now.as_nanos().saturating_sub(base.as_nanos());
+        // `advance` has run up to `now`, so `now` is within the current
+        // round (`t < dT`) and the entitlement's tail term,
+        // `rate_tail * (t - dT)` past one round, is zero.
+        debug_assert!(elapsed < self.dt, "admit before advance");
         // Whole quanta of vdT; a mask when vdT is a power of two (the
-        // default 1024 ns): no 64-bit division per packet.
+        // default 1024 ns): no 64-bit division per packet. Below dT (at
+        // most 2^40 ns), so the signed conversion (one instruction, where
+        // an unsigned one takes four) is exact.
         let t = if self.vdt.is_power_of_two() {
             elapsed & !(self.vdt - 1)
         } else {
             elapsed - elapsed % self.vdt
-        } as f64;
-        let rates = self.rate[class];
-        let entitlement = rates[head] * t.min(dt) + rates[tail] * (t - dt).max(0.0);
+        } as i64 as f64;
+        let entitlement = self.rate[class][head] * t;
+        let [head_cap, both_cap] = self.caps[class];
         let b = self.class_bytes[class];
-        let target = if b < rates[head] * dt {
+        let target = if b < head_cap {
             head
-        } else if b < (rates[head] + rates[tail]) * dt {
+        } else if b < both_cap {
             tail
         } else {
             return None;
@@ -645,6 +665,43 @@ impl<P: PacketHandle> Qdisc<P> for Cebinae<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::PacketMeta;
+
+    /// The admission rule of the module doc, with the rates a ROTATE
+    /// installs: below `rate_head * dT` the head queue, below
+    /// `(rate_head + rate_tail) * dT` the tail, beyond it taxed; then
+    /// `b = max(b, e) + len` with `e = rate_head * t`, `t` in whole `vdT`.
+    #[test]
+    fn admission_follows_the_installed_rates() {
+        let cfg = CebinaeConfig {
+            line_rate_bps: 1e9,
+            ..CebinaeConfig::default()
+        };
+        let mut q = Cebinae::<PacketMeta>::new(&cfg).unwrap();
+        let base = Time::from_nanos(5_000);
+        q.advance(base);
+        // A saturated evaluation gave the bot class 3/4 of the line.
+        let bot = q.line * 0.75;
+        q.computed = [q.line - bot, bot];
+        q.rotate();
+        let (head, tail) = (q.head, 1 - q.head);
+        let cap = bot * q.dt as f64;
+        let (hash, len) = (mix64(5), 100);
+        let now = Time::from_nanos(base.as_nanos() + 10_000);
+        let e = bot * 9_216.0; // 10,000 ns in whole 1,024-ns quanta
+        let admit = |q: &mut Cebinae<PacketMeta>, b: f64| {
+            q.class_bytes[BOT] = b;
+            q.admit(hash, len, now)
+        };
+        assert_eq!(admit(&mut q, 0.0), Some((head, BOT, e + 100.0)));
+        assert_eq!(
+            admit(&mut q, cap - 1.0),
+            Some((head, BOT, cap - 1.0 + 100.0))
+        );
+        assert_eq!(admit(&mut q, cap + 1.0), Some((tail, BOT, cap + 101.0)));
+        assert_eq!(admit(&mut q, 2.0 * cap - 1.0).map(|a| a.0), Some(tail));
+        assert_eq!(admit(&mut q, 2.0 * cap + 1.0), None);
+    }
 
     /// A count past 32 bits saturates: the flow stays the largest, and top.
     #[test]
