@@ -96,6 +96,23 @@ fn two_lcores_alternate_with_one_lcore_in_one_process() {
     }
 }
 
+/// A parent run of `red` with `--interleave 20ms` and `extra` options:
+/// its stdout and its JSON report.
+fn parent(name: &str, extra: &[&str]) -> (String, Value) {
+    let dir = scratch(name);
+    let json = dir.join("r.json");
+    let stdout = run_ok(
+        Command::new(BIN)
+            .args(["--seconds", "0.2", "--interleave", "20ms", "--cases", "red"])
+            .args(extra)
+            .arg("--json")
+            .arg(&json),
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (stdout, r)
+}
+
 /// The parent: a 1-lcore case's row carries the paired forward's Mpps and
 /// its ratios are to it, not to the round's separate `forward` row.
 #[test]
@@ -106,16 +123,8 @@ fn interleaved_rows_take_their_ratio_to_the_paired_forward() {
             &why,
         );
     }
-    let dir = scratch("bench-interleave");
-    let json = dir.join("r.json");
-    let stdout = run_ok(
-        Command::new(BIN)
-            .args(["--seconds", "0.2", "--interleave", "20ms", "--cases", "red"])
-            .arg("--json")
-            .arg(&json),
-    );
+    let (stdout, r) = parent("bench-interleave", &[]);
     assert!(stdout.contains("paired forward Mpps"), "{stdout}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(close(f(&r, "interleave_slice_s"), 0.02), "{r}");
     let rows = r["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -132,7 +141,6 @@ fn interleaved_rows_take_their_ratio_to_the_paired_forward() {
         close(f(red, "rx_ratio_to_forward"), f(red, "rx_mpps") / paired),
         "{red}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The parent with 1 and 2 lcores: the 2-lcore row's ratio to 1 lcore is
@@ -146,17 +154,8 @@ fn two_lcore_rows_take_their_ratio_to_the_paired_one_lcore_router() {
             &why,
         );
     }
-    let dir = scratch("bench-interleave-2");
-    let json = dir.join("r.json");
-    let stdout = run_ok(
-        Command::new(BIN)
-            .args(["--seconds", "0.2", "--interleave", "20ms", "--cases", "red"])
-            .args(["--lcores", "1,2"])
-            .arg("--json")
-            .arg(&json),
-    );
+    let (stdout, r) = parent("bench-interleave-2", &["--lcores", "1,2"]);
     assert!(stdout.contains("paired 1-lcore Mpps"), "{stdout}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = r["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3, "{rows:?}");
     let (fwd, one, two) = (&rows[0], &rows[1], &rows[2]);
@@ -179,5 +178,4 @@ fn two_lcore_rows_take_their_ratio_to_the_paired_one_lcore_router() {
         ),
         "{two}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
