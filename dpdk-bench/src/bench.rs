@@ -684,7 +684,7 @@ fn eal_args(o: &Opts, case: &str) -> Vec<String> {
     .collect();
     if interleaves(o, case) {
         // The paired side's two ports (forwarding loop or 1-lcore router).
-        for dev in ["net_null2", "net_null3"] {
+        for dev in PAIRED {
             a.extend(["--vdev".to_string(), dev.to_string()]);
         }
     }
@@ -720,10 +720,8 @@ fn child(o: &Opts, case: &str) -> ExitCode {
     };
     let r = match o.interleave {
         Some(slice) if interleaves(o, case) => interleaved(o, case, &eal, slice),
-        _ if case == "forward" => {
-            PlainForward::start(o, &eal, ["net_null0", "net_null1"], "bench_pool")
-                .map(|mut f| one(f.run_for(o.seconds)))
-        }
+        _ if case == "forward" => PlainForward::start(o, &eal, MEASURED, "bench_pool")
+            .map(|mut f| one(f.run_for(o.seconds))),
         _ => router_for(o, case, &eal, MEASURED, o.lcores[0])
             .and_then(|mut r| route_for(&mut r, Duration::from_secs_f64(o.seconds)))
             .map(one),
