@@ -711,17 +711,16 @@ fn child(o: &Opts, case: &str) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let one = |(rx, tx, secs)| Measured {
-        rx,
-        tx,
-        secs,
+    let one = |own| Measured {
+        own,
         paired: None,
         slices: 1,
     };
     let r = match o.interleave {
         Some(slice) if interleaves(o, case) => interleaved(o, case, &eal, slice),
-        _ if case == "forward" => PlainForward::start(o, &eal, MEASURED, "bench_pool")
-            .map(|mut f| one(f.run_for(o.seconds))),
+        _ if case == "forward" => {
+            PlainForward::start(o, &eal, MEASURED).map(|mut f| one(f.run_for(o.seconds)))
+        }
         _ => router_for(o, case, &eal, MEASURED, o.lcores[0])
             .and_then(|mut r| route_for(&mut r, Duration::from_secs_f64(o.seconds)))
             .map(one),
@@ -739,27 +738,19 @@ fn child(o: &Opts, case: &str) -> ExitCode {
     }
 }
 
-/// The child's one line for the parent: `RESULT key=value ...`; with a
-/// paired side also its `rx`, `tx`, `secs`, `rx_mpps` and `tx_mpps`, each
-/// prefixed with `fwd_` (forwarding loop) or `one_` (1-lcore router).
+/// The child's one line for the parent: `RESULT case=... mean_len=...
+/// slices=...` and the case's `rx`, `tx`, `secs`, `rx_mpps` and `tx_mpps`;
+/// with a paired side also its five, prefixed with `fwd_` (forwarding
+/// loop) or `one_` (1-lcore router).
 fn result_line(case: &str, m: &Measured, mean_len: f64) -> String {
-    let mpps = |n: u64, secs: f64| n as f64 / secs / 1e6;
     let mut line = format!(
-        "RESULT case={case} rx={} tx={} secs={:.3} rx_mpps={:.4} tx_mpps={:.4} mean_len={mean_len:.1} slices={}",
-        m.rx,
-        m.tx,
-        m.secs,
-        mpps(m.rx, m.secs),
-        mpps(m.tx, m.secs),
-        m.slices
+        "RESULT case={case} mean_len={mean_len:.1} slices={} {}",
+        m.slices,
+        m.own.keys("")
     );
-    if let Some((side, (rx, tx, secs))) = m.paired {
-        let p = side.prefix();
-        line += &format!(
-            " {p}_rx={rx} {p}_tx={tx} {p}_secs={secs:.3} {p}_rx_mpps={:.4} {p}_tx_mpps={:.4}",
-            mpps(rx, secs),
-            mpps(tx, secs)
-        );
+    if let Some((side, counted)) = m.paired {
+        line.push(' ');
+        line += &counted.keys(side.prefix());
     }
     line
 }
@@ -776,10 +767,11 @@ struct PlainForward {
 }
 
 impl PlainForward {
-    /// Start `devices` with a pool named `pool`, stamping `o`'s first
-    /// frame length and flow count.
-    fn start(o: &Opts, eal: &Eal, devices: [&str; 2], pool: &str) -> Result<Self, String> {
-        let pool = Mempool::new(pool, 16_383, eal).map_err(|e| e.to_string())?;
+    /// Start `devices` with a pool of its own, stamping `o`'s first frame
+    /// length and flow count. One per process: the routers beside it name
+    /// their pools `tollgate_pool*`.
+    fn start(o: &Opts, eal: &Eal, devices: [&str; 2]) -> Result<Self, String> {
+        let pool = Mempool::new("bench_pool", 16_383, eal).map_err(|e| e.to_string())?;
         let port = |dev: &str| {
             let id = eal.find_port(dev).map_err(|e| e.to_string())?;
             EthPort::start(id, 1, 1024, 1024, &pool).map_err(|e| e.to_string())
@@ -795,8 +787,8 @@ impl PlainForward {
         })
     }
 
-    /// Forward for `seconds`: `(rx, tx, seconds measured)`.
-    fn run_for(&mut self, seconds: f64) -> (u64, u64, f64) {
+    /// Forward for `seconds`.
+    fn run_for(&mut self, seconds: f64) -> Counted {
         let (a, b) = (self.ports[0].id, self.ports[1].id);
         let (mut nrx, mut ntx) = (0u64, 0u64);
         let start = Instant::now();
@@ -818,7 +810,11 @@ impl PlainForward {
                 break;
             }
         }
-        (nrx, ntx, start.elapsed().as_secs_f64())
+        Counted {
+            rx: nrx,
+            tx: ntx,
+            secs: start.elapsed().as_secs_f64(),
+        }
     }
 }
 
@@ -870,8 +866,8 @@ fn router_for(
     Router::new(&cfg, eal).map_err(|e| e.to_string())
 }
 
-/// Run `router` for `dur`: `(rx, tx, seconds measured)`.
-fn route_for(router: &mut Router, dur: Duration) -> Result<(u64, u64, f64), String> {
+/// Run `router` for `dur`.
+fn route_for(router: &mut Router, dur: Duration) -> Result<Counted, String> {
     let t0 = router.clock.now();
     let s0 = router.snapshot(t0).totals();
     router
@@ -879,19 +875,53 @@ fn route_for(router: &mut Router, dur: Duration) -> Result<(u64, u64, f64), Stri
         .map_err(|e| e.to_string())?;
     let t1 = router.clock.now();
     let s1 = router.snapshot(t1).totals();
-    let secs = t1.saturating_since(t0).as_secs_f64();
-    Ok((s1.rx - s0.rx, s1.tx - s0.tx, secs))
+    Ok(Counted {
+        rx: s1.rx - s0.rx,
+        tx: s1.tx - s0.tx,
+        secs: t1.saturating_since(t0).as_secs_f64(),
+    })
+}
+
+/// Frames received and forwarded by one side of a child, and the seconds
+/// it ran them in.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Counted {
+    rx: u64,
+    tx: u64,
+    secs: f64,
+}
+
+impl Counted {
+    /// Add another slice.
+    fn add(&mut self, part: Counted) {
+        self.rx += part.rx;
+        self.tx += part.tx;
+        self.secs += part.secs;
+    }
+
+    /// `rx`, `tx`, `secs`, `rx_mpps` and `tx_mpps` as `key=value`, each key
+    /// prefixed with `prefix`.
+    fn keys(&self, prefix: &str) -> String {
+        let mpps = |n: u64| n as f64 / self.secs / 1e6;
+        format!(
+            "{prefix}rx={} {prefix}tx={} {prefix}secs={:.3} {prefix}rx_mpps={:.4} {prefix}tx_mpps={:.4}",
+            self.rx,
+            self.tx,
+            self.secs,
+            mpps(self.rx),
+            mpps(self.tx)
+        )
+    }
 }
 
 /// What one child measured: the case, and with `--interleave` the side
 /// that alternated with it in the same process.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Measured {
-    rx: u64,
-    tx: u64,
-    secs: f64,
-    /// The interleaved side and its `(rx, tx, secs)`.
-    paired: Option<(Side, (u64, u64, f64))>,
+    /// The case.
+    own: Counted,
+    /// The interleaved side and what it counted.
+    paired: Option<(Side, Counted)>,
     /// Slices each side ran (1 without `--interleave`).
     slices: u32,
 }
@@ -910,8 +940,8 @@ impl Side {
     /// The prefix of its keys in the result line.
     fn prefix(self) -> &'static str {
         match self {
-            Side::Forward => "fwd",
-            Side::OneLcore => "one",
+            Side::Forward => "fwd_",
+            Side::OneLcore => "one_",
         }
     }
 }
@@ -924,7 +954,14 @@ enum Paired {
 }
 
 impl Paired {
-    fn run_for(&mut self, slice: Duration) -> Result<(u64, u64, f64), String> {
+    fn side(&self) -> Side {
+        match self {
+            Paired::Forward(_) => Side::Forward,
+            Paired::OneLcore(_) => Side::OneLcore,
+        }
+    }
+
+    fn run_for(&mut self, slice: Duration) -> Result<Counted, String> {
         match self {
             Paired::Forward(f) => Ok(f.run_for(slice.as_secs_f64())),
             Paired::OneLcore(r) => route_for(r, slice),
@@ -940,42 +977,32 @@ impl Paired {
 /// so a drift of its speed moves both alike and cancels in their ratio.
 fn interleaved(o: &Opts, case: &str, eal: &Eal, slice: Duration) -> Result<Measured, String> {
     let lcores = o.lcores[0];
-    let (side, mut paired) = if lcores == 1 {
-        let fwd = PlainForward::start(o, eal, PAIRED, "bench_fwd_pool")?;
-        (Side::Forward, Paired::Forward(Box::new(fwd)))
+    let mut paired = if lcores == 1 {
+        Paired::Forward(Box::new(PlainForward::start(o, eal, PAIRED)?))
     } else {
-        let one = router_for(o, case, eal, PAIRED, 1)?;
-        (Side::OneLcore, Paired::OneLcore(Box::new(one)))
+        Paired::OneLcore(Box::new(router_for(o, case, eal, PAIRED, 1)?))
     };
     let mut router = router_for(o, case, eal, MEASURED, lcores)?;
-    // (rx, tx, seconds) of each side.
-    let (mut routed, mut other) = ((0, 0, 0.0), (0, 0, 0.0));
+    let (mut routed, mut other) = (Counted::default(), Counted::default());
     let mut slices = 0u32;
-    while routed.2 < o.seconds || other.2 < o.seconds {
+    while routed.secs < o.seconds || other.secs < o.seconds {
         // Alternate which side goes first (ABBA), so neither always
         // follows the other.
         let paired_first = slices.is_multiple_of(2);
         if paired_first {
-            add(&mut other, paired.run_for(slice)?);
+            other.add(paired.run_for(slice)?);
         }
-        add(&mut routed, route_for(&mut router, slice)?);
+        routed.add(route_for(&mut router, slice)?);
         if !paired_first {
-            add(&mut other, paired.run_for(slice)?);
+            other.add(paired.run_for(slice)?);
         }
         slices += 1;
     }
-    let (rx, tx, secs) = routed;
     Ok(Measured {
-        rx,
-        tx,
-        secs,
-        paired: Some((side, other)),
+        own: routed,
+        paired: Some((paired.side(), other)),
         slices,
     })
-}
-
-fn add(total: &mut (u64, u64, f64), part: (u64, u64, f64)) {
-    *total = (total.0 + part.0, total.1 + part.1, total.2 + part.2);
 }
 
 #[cfg(test)]
@@ -1011,11 +1038,10 @@ mod tests {
     /// included, and finds no paired forward in a plain child's line.
     #[test]
     fn a_result_line_round_trips() {
+        let counted = |rx, tx| Counted { rx, tx, secs: 0.5 };
         let m = Measured {
-            rx: 3_000_000,
-            tx: 2_000_000,
-            secs: 0.5,
-            paired: Some((Side::Forward, (9_000_000, 8_000_000, 0.5))),
+            own: counted(3_000_000, 2_000_000),
+            paired: Some((Side::Forward, counted(9_000_000, 8_000_000))),
             slices: 5,
         };
         let line = result_line("red", &m, 64.0);
@@ -1030,7 +1056,7 @@ mod tests {
             (Some(16.0), None)
         );
         let two = Measured {
-            paired: Some((Side::OneLcore, (4_000_000, 3_000_000, 0.5))),
+            paired: Some((Side::OneLcore, counted(4_000_000, 3_000_000))),
             ..m
         };
         let r = parse_result(&result_line("red", &two, 64.0));

@@ -113,6 +113,11 @@ fn parent(name: &str, extra: &[&str]) -> (String, Value) {
     (stdout, r)
 }
 
+/// `row[ratio]` is `row[mpps] / base`, but for rounding.
+fn assert_ratio(row: &Value, ratio: &str, mpps: &str, base: f64) {
+    assert!(close(f(row, ratio), f(row, mpps) / base), "{ratio}: {row}");
+}
+
 /// The parent: a 1-lcore case's row carries the paired forward's Mpps and
 /// its ratios are to it, not to the round's separate `forward` row.
 #[test]
@@ -133,14 +138,8 @@ fn interleaved_rows_take_their_ratio_to_the_paired_forward() {
     assert!(fwd["paired_forward_mpps"].is_null(), "{fwd}");
     let paired = f(red, "paired_forward_mpps");
     assert!(paired > 0.0, "{red}");
-    assert!(
-        close(f(red, "ratio_to_forward"), f(red, "tx_mpps") / paired),
-        "{red}"
-    );
-    assert!(
-        close(f(red, "rx_ratio_to_forward"), f(red, "rx_mpps") / paired),
-        "{red}"
-    );
+    assert_ratio(red, "ratio_to_forward", "tx_mpps", paired);
+    assert_ratio(red, "rx_ratio_to_forward", "rx_mpps", paired);
 }
 
 /// The parent with 1 and 2 lcores: the 2-lcore row's ratio to 1 lcore is
@@ -167,15 +166,6 @@ fn two_lcore_rows_take_their_ratio_to_the_paired_one_lcore_router() {
     assert!(two["paired_forward_mpps"].is_null(), "{two}");
     let paired = f(two, "paired_1_lcore_mpps");
     assert!(paired > 0.0, "{two}");
-    assert!(
-        close(f(two, "ratio_to_1_lcore"), f(two, "tx_mpps") / paired),
-        "{two}"
-    );
-    assert!(
-        close(
-            f(two, "ratio_to_forward"),
-            f(two, "tx_mpps") / f(fwd, "tx_mpps")
-        ),
-        "{two}"
-    );
+    assert_ratio(two, "ratio_to_1_lcore", "tx_mpps", paired);
+    assert_ratio(two, "ratio_to_forward", "tx_mpps", f(fwd, "tx_mpps"));
 }
