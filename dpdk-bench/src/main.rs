@@ -10,8 +10,9 @@
 //! prints a table with the ratio to plain forwarding in the same run; with
 //! `--repeat`, also the median and range over N interleaved rounds; with
 //! `--interleave`, each 1-lcore case's ratio is to a forwarding loop that
-//! alternated with it in slices inside the same process. `--help` lists
-//! every option.
+//! alternated with it in slices inside the same process, and each 2-lcore
+//! case's ratio to 1 lcore to the same case on 1 lcore alternating likewise.
+//! `--help` lists every option.
 //!
 //! Built only with the cargo feature `dpdk`:
 //! `cargo run --release -p tollgate-dpdk-bench --features dpdk`.

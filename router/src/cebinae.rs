@@ -528,9 +528,9 @@ impl<P: PacketHandle> Cebinae<P> {
     }
 
     fn rotate(&mut self) {
-        let dt = self.dt as f64;
         for c in [TOP, BOT] {
-            self.class_bytes[c] = (self.class_bytes[c] - self.rate[c][self.head] * dt).max(0.0);
+            // `caps[c][0]` is the head's `rate_head * dT`.
+            self.class_bytes[c] = (self.class_bytes[c] - self.caps[c][0]).max(0.0);
         }
         self.head = 1 - self.head;
         self.install_rates(self.computed);
