@@ -22,13 +22,19 @@
 //! ## Where `C` comes from
 //! In order of preference, exposed as `capacity_source` in [`Stats::details`]:
 //! 1. `configured`: the `capacity` parameter, if not `auto`;
-//! 2. `capprobe`: [`CapProbe`] once its minimum-delay-sum pair has converged.
-//!    Pairs are two consecutive packet numbers sent at most `pair_gap` apart;
-//!    the dispersion is the gap between their ACKs' `now`s, so the driver must
-//!    ACK probe packets individually (merged ACKs give zero dispersion and are
-//!    rejected). At most 8 pairs are pending at once; a new pair starts only
-//!    when a slot is free, and a pair still pending after `4 * srtt` (at least
-//!    1 s) is presumed lost and its slot reused;
+//! 2. `capprobe`: [`CapProbe`] once a run of `probe_run` pairs has converged
+//!    (`probe_tolerance`: see the convergence test there); the median of the
+//!    last converged runs. Pairs are two consecutive packet numbers sent at
+//!    most `pair_gap` apart; the dispersion is the gap between their ACKs'
+//!    `now`s, so the driver must ACK probe packets individually (both packets
+//!    acknowledged by one ACK give zero dispersion and are rejected as
+//!    `shared_ack`). Estimates above `link_rate` (default: the sender's link
+//!    rate from [`Env::link_rate_bps`]) are rejected. At most 8 pairs are
+//!    pending at once; a new pair starts only when a slot is free, and a pair
+//!    still pending after `4 * srtt` (at least 1 s) is presumed lost and its
+//!    slot reused. Stats: `capprobe_pairs`, `capprobe_runs`,
+//!    `capprobe_converged_runs`, `capprobe_rejected` and one
+//!    `capprobe_rejected_<reason>` per [`Reject`] reason;
 //! 3. `delivery-rate` (fallback until a pair converges): the largest rate of
 //!    acknowledged bytes over one smoothed-RTT interval seen in the flow's
 //!    lifetime. It measures the flow's own share, not the link, so it
@@ -40,7 +46,7 @@
 
 use std::time::Duration;
 
-use crate::capprobe::{CapProbe, PairSample};
+use crate::capprobe::{CapProbe, CapProbeConfig, PairSample, Reject};
 use crate::newreno::RenoCore;
 use crate::registry::{Algorithm, Env};
 use crate::spec::{Args, Kind, Param, SpecError};
@@ -63,8 +69,13 @@ pub struct LibraConfig {
     pub capacity_bps: Option<f64>,
     /// Largest send gap for two consecutive packets to form a CapProbe pair.
     pub pair_gap: Duration,
-    /// CapProbe convergence tolerance (relative).
+    /// CapProbe convergence slack, as a fraction of the kept pair's dispersion.
     pub probe_tolerance: f64,
+    /// Accepted pairs per CapProbe run (0 = one run forever).
+    pub probe_run: u64,
+    /// The sender's link rate bounding CapProbe, bit/s; `None` takes the
+    /// driver's ([`Env::link_rate_bps`]).
+    pub link_rate_bps: Option<f64>,
 }
 
 const PARAMS: &[Param] = &[
@@ -113,8 +124,23 @@ const PARAMS: &[Param] = &[
     Param {
         name: "probe_tolerance",
         kind: Kind::Float { min: 0.0, max: 1.0 },
-        default: "0.02",
-        help: "CapProbe convergence: min pair sum within this of min(d1)+min(d2)",
+        default: "0.1",
+        help: "CapProbe convergence: kept pair's delay sum above min(d1)+min(d2) by at most this fraction of its dispersion",
+    },
+    Param {
+        name: "probe_run",
+        kind: Kind::Int {
+            min: 0,
+            max: 1_000_000,
+        },
+        default: "100",
+        help: "accepted pairs per CapProbe run; the estimate is the median of the last 21 converged runs (0 = one run forever)",
+    },
+    Param {
+        name: "link_rate",
+        kind: Kind::Rate { auto_allowed: true },
+        default: "auto",
+        help: "the sender's own link rate; CapProbe rejects estimates above it (auto = the interface or access rate the driver reports, if any)",
     },
 ];
 
@@ -128,6 +154,8 @@ impl LibraConfig {
             capacity_bps: args.rate_bps("capacity")?,
             pair_gap: args.duration("pair_gap")?,
             probe_tolerance: args.float("probe_tolerance")?,
+            probe_run: args.int("probe_run")?,
+            link_rate_bps: args.rate_bps("link_rate")?,
         })
     }
 }
@@ -179,6 +207,9 @@ impl CapacitySource {
 struct PendingPair {
     first: u64,
     sent: Time,
+    /// Send gap between the two packets.
+    send_gap: Duration,
+    first_bytes: u64,
     /// `(ack time, rtt)` of the first packet once acknowledged.
     first_ack: Option<(Time, Duration)>,
 }
@@ -225,7 +256,8 @@ pub struct Libra {
     t_max: Duration,
     probe: CapProbe,
     pending: [Option<PendingPair>; PENDING_PAIRS],
-    last_sent: Option<(u64, Time)>,
+    /// Packet number, send time and size of the last packet sent.
+    last_sent: Option<(u64, Time, u64)>,
     delivery: DeliveryRate,
 }
 
@@ -240,7 +272,11 @@ impl Libra {
             srtt: Duration::ZERO,
             t_min: Duration::MAX,
             t_max: Duration::ZERO,
-            probe: CapProbe::new(config.probe_tolerance),
+            probe: CapProbe::new(CapProbeConfig {
+                tolerance: config.probe_tolerance,
+                run_pairs: config.probe_run,
+                link_rate_bps: config.link_rate_bps.or(env.link_rate_bps),
+            }),
             pending: [None; PENDING_PAIRS],
             last_sent: None,
             delivery: DeliveryRate::default(),
@@ -296,6 +332,8 @@ impl Libra {
                         d1,
                         d2: rtt,
                         dispersion: now.saturating_since(first_time),
+                        send_gap: pair.send_gap,
+                        first_bytes: pair.first_bytes,
                         bytes: ack.bytes,
                     });
                 }
@@ -316,7 +354,7 @@ impl CongestionControl for Libra {
 
     fn on_packet_sent(&mut self, now: Time, sent: &SentPacket) {
         if self.config.capacity_bps.is_none() {
-            if let Some((prev, at)) = self.last_sent {
+            if let Some((prev, at, prev_bytes)) = self.last_sent {
                 let back_to_back = sent.packet_number == prev + 1
                     && now.saturating_since(at) <= self.config.pair_gap;
                 // `prev` must not already be the second packet of a pair.
@@ -330,12 +368,14 @@ impl CongestionControl for Libra {
                     *slot = Some(PendingPair {
                         first: prev,
                         sent: at,
+                        send_gap: now.saturating_since(at),
+                        first_bytes: prev_bytes,
                         first_ack: None,
                     });
                 }
             }
         }
-        self.last_sent = Some((sent.packet_number, now));
+        self.last_sent = Some((sent.packet_number, now, sent.bytes));
     }
 
     fn on_ack(&mut self, now: Time, ack: &Ack) {
@@ -401,7 +441,18 @@ impl CongestionControl for Libra {
                 "capprobe_rejected",
                 StatValue::Num(self.probe.rejected() as f64),
             ),
+            ("capprobe_runs", StatValue::Num(self.probe.runs().0 as f64)),
+            (
+                "capprobe_converged_runs",
+                StatValue::Num(self.probe.runs().1 as f64),
+            ),
         ];
+        for reason in Reject::ALL {
+            details.push((
+                reason.stat_key(),
+                StatValue::Num(self.probe.rejected_for(reason) as f64),
+            ));
+        }
         // The kept pair, once there is one: its ACK gap and how far its delay
         // sum lies above the floor (a pair far above it carried queueing or
         // timing noise, and so does its gap).

@@ -10,12 +10,16 @@ use crate::spec::{Args, Param, Spec, SpecError};
 use crate::{CongestionControl, VariantId};
 
 /// What an algorithm needs to know about its sender.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Env {
     /// Maximum segment (datagram payload) size, bytes.
     pub mss: u64,
     /// Initial congestion window, bytes.
     pub initial_window: u64,
+    /// The rate of the sender's own link (interface or access link), bit/s,
+    /// if the driver knows it. No narrow link downstream can be faster, so
+    /// estimators use it as an upper bound (CapProbe rejects pairs above it).
+    pub link_rate_bps: Option<f64>,
 }
 
 impl Env {
@@ -24,6 +28,15 @@ impl Env {
         Env {
             mss,
             initial_window: (10 * mss).min((2 * mss).max(14_720)),
+            link_rate_bps: None,
+        }
+    }
+
+    /// This environment with the sender's link rate, bit/s.
+    pub fn with_link_rate(self, link_rate_bps: Option<f64>) -> Self {
+        Env {
+            link_rate_bps,
+            ..self
         }
     }
 }

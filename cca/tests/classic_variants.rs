@@ -25,6 +25,7 @@ fn env(initial_segments: u64) -> Env {
     Env {
         mss: MSS,
         initial_window: initial_segments * MSS,
+        link_rate_bps: None,
     }
 }
 

@@ -22,6 +22,7 @@ fn libra(capacity_bps: Option<f64>, initial_packets: u64) -> Libra {
         &Env {
             mss: MSS,
             initial_window: initial_packets * MSS,
+            link_rate_bps: None,
         },
     )
 }
@@ -187,4 +188,57 @@ fn fallback_source_is_reported_before_capprobe_converges() {
     }
     assert_eq!(cca.capacity().1.label(), "delivery-rate");
     assert_eq!(cca.capprobe().pairs(), 0);
+}
+
+/// Feed one back-to-back pair (packets `pn`, `pn + 1`, sent 1 µs apart,
+/// 20 ms RTT) whose ACKs arrive `gap` apart.
+fn pair(cca: &mut Libra, pn: u64, start: Time, gap: Duration) {
+    use tollgate_cca::{Ack, RttSample, SentPacket};
+    let us = Duration::from_micros;
+    for (i, at) in [(0, start), (1, start + us(1))] {
+        let sent = SentPacket {
+            packet_number: pn + i,
+            bytes: MSS,
+            bytes_in_flight: MSS * (i + 1),
+        };
+        cca.on_packet_sent(at, &sent);
+    }
+    for (i, at) in [(0, start + ms(20)), (1, start + ms(20) + gap)] {
+        let ack = Ack {
+            packet_number: pn + i,
+            bytes: MSS,
+            sent_time: start + us(i),
+            rtt: RttSample::fixed(ms(20)),
+            app_limited: false,
+        };
+        cca.on_ack(at, &ack);
+    }
+}
+
+/// CapProbe never uses an estimate above the sender's own link rate (from
+/// the driver's `Env`, or the `link_rate` parameter): a pair whose ACKs were
+/// compressed to 4 µs (2 Gbit/s for 1,000 bytes) is rejected and counted.
+#[test]
+fn capprobe_rejects_estimates_above_the_link_rate() {
+    let env = Env::with_mss(MSS).with_link_rate(Some(1e9));
+    for (config, bounded) in [
+        (LibraConfig::default(), true),
+        (
+            LibraConfig {
+                link_rate_bps: Some(10e9),
+                ..LibraConfig::default()
+            },
+            false,
+        ),
+    ] {
+        let mut cca = Libra::new(config, &env);
+        pair(&mut cca, 0, Time::ZERO, Duration::from_micros(4));
+        let probe = cca.capprobe();
+        let reason = tollgate_cca::capprobe::Reject::AboveLinkRate;
+        assert_eq!(probe.rejected_for(reason), u64::from(bounded));
+        assert_eq!(probe.pairs(), u64::from(!bounded));
+        // A pair at 100 Mbit/s (80 µs for 1,000 bytes) is used either way.
+        pair(&mut cca, 2, Time::ZERO + ms(30), Duration::from_micros(80));
+        assert_eq!(cca.capprobe().pairs(), 1 + u64::from(!bounded));
+    }
 }

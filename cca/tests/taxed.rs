@@ -13,6 +13,7 @@ fn env(packets: u64) -> Env {
     Env {
         mss: MSS,
         initial_window: packets * MSS,
+        link_rate_bps: None,
     }
 }
 
