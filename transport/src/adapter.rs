@@ -74,6 +74,8 @@ pub struct CcaCore {
     epoch: Option<Instant>,
     last_now: Option<Instant>,
     mss: u64,
+    /// The host's link rate, passed to the algorithm's [`Env`].
+    link_rate_bps: Option<f64>,
     next_seq: u64,
     sent: VecDeque<SentRecord>,
     in_flight: u64,
@@ -116,9 +118,10 @@ pub struct CcaSnapshot {
 }
 
 impl CcaCore {
-    fn new(spec: &str, mss: u64) -> Result<Self, SpecError> {
-        let cca = tollgate_cca::build(spec, &Env::with_mss(mss))?;
+    fn new(spec: &str, mss: u64, link_rate_bps: Option<f64>) -> Result<Self, SpecError> {
+        let cca = tollgate_cca::build(spec, &Env::with_mss(mss).with_link_rate(link_rate_bps))?;
         Ok(CcaCore {
+            link_rate_bps,
             spec: spec.to_string(),
             cca,
             epoch: None,
@@ -293,6 +296,11 @@ impl CcaCore {
         );
     }
 
+    /// The environment the algorithm is built for.
+    fn env(&self) -> Env {
+        Env::with_mss(self.mss).with_link_rate(self.link_rate_bps)
+    }
+
     fn on_mtu_update(&mut self, mtu: u16) {
         self.mss = u64::from(mtu);
         let now = self.last_now.or(self.epoch);
@@ -304,7 +312,7 @@ impl CcaCore {
     /// learns the path changed). The epoch is kept so time stays monotone.
     fn reset(&mut self, now: Instant, mtu: u16) {
         self.mss = u64::from(mtu);
-        if let Ok(cca) = tollgate_cca::build(&self.spec, &Env::with_mss(self.mss)) {
+        if let Ok(cca) = tollgate_cca::build(&self.spec, &self.env()) {
             self.cca = cca;
         }
         self.sent.clear();
@@ -316,7 +324,7 @@ impl CcaCore {
     /// adapter's bookkeeping (datagram numbers, bytes in flight, counters), so
     /// ACKs of datagrams sent under the old algorithm still match.
     fn replace(&mut self, spec: &str) -> Result<(), SpecError> {
-        self.cca = tollgate_cca::build(spec, &Env::with_mss(self.mss))?;
+        self.cca = tollgate_cca::build(spec, &self.env())?;
         self.spec = spec.to_string();
         Ok(())
     }
@@ -350,7 +358,15 @@ pub struct CcaHandle(Arc<Mutex<CcaCore>>);
 impl CcaHandle {
     /// Build the algorithm for `spec` (validating it) before the connection exists.
     pub fn new(spec: &str) -> Result<Self, SpecError> {
-        Ok(CcaHandle(Arc::new(Mutex::new(CcaCore::new(spec, 1200)?))))
+        Self::with_link_rate(spec, None)
+    }
+
+    /// Like [`new`](Self::new), for a host whose own link runs at
+    /// `link_rate_bps` (the algorithm's [`Env::link_rate_bps`]: CapProbe
+    /// rejects capacity estimates above it).
+    pub fn with_link_rate(spec: &str, link_rate_bps: Option<f64>) -> Result<Self, SpecError> {
+        let core = CcaCore::new(spec, 1200, link_rate_bps)?;
+        Ok(CcaHandle(Arc::new(Mutex::new(core))))
     }
 
     fn lock(&self) -> MutexGuard<'_, CcaCore> {

@@ -73,6 +73,10 @@ pub struct ConnectionOptions {
     pub max_window: u64,
     /// Idle timeout.
     pub idle_timeout: Duration,
+    /// The rate of this host's own link (interface or access link), bit/s,
+    /// if known: the congestion controller's upper bound for capacity
+    /// estimates (Libra's CapProbe rejects pair estimates above it).
+    pub link_rate_bps: Option<f64>,
 }
 
 impl Default for ConnectionOptions {
@@ -85,6 +89,7 @@ impl Default for ConnectionOptions {
             window: crate::window::DEFAULT_INITIAL,
             max_window: crate::window::DEFAULT_MAX,
             idle_timeout: Duration::from_secs(30),
+            link_rate_bps: None,
         }
     }
 }
@@ -395,7 +400,8 @@ impl Endpoint {
         options: ConnectionOptions,
     ) -> Result<ConnectionHandle, ConnectError> {
         let crypto = self.client.clone().ok_or(ConnectError::NoClientConfig)?;
-        let cca = CcaHandle::new(&options.cca).map_err(ConnectError::Cca)?;
+        let cca = CcaHandle::with_link_rate(&options.cca, options.link_rate_bps)
+            .map_err(ConnectError::Cca)?;
         let mut cfg = ClientConfig::new(crypto);
         cfg.transport_config(options.transport(&cca));
         let (ch, conn) = self
@@ -505,7 +511,8 @@ impl Endpoint {
                 let defaults = defaults.clone();
                 // Validated by set_server, so this only fails on a race with a
                 // registry change; refuse rather than panic.
-                let Ok(cca) = CcaHandle::new(&defaults.cca) else {
+                let Ok(cca) = CcaHandle::with_link_rate(&defaults.cca, defaults.link_rate_bps)
+                else {
                     return self.refuse(incoming);
                 };
                 let mut cfg = base.clone();
@@ -972,6 +979,12 @@ impl Endpoint {
             (c.cca.variant().dscp(), c.rec.app_tx),
             (dominant_dscp(&c.rec.peer_dscp), c.rec.app_rx),
         ))
+    }
+
+    /// quinn-proto's counters of a live connection (datagrams, frames by
+    /// type, path): a cheap copy, unlike [`stats`](Self::stats).
+    pub fn quic_stats(&self, ch: ConnectionHandle) -> Option<quinn_proto::ConnectionStats> {
+        self.conns.get(&ch).map(|c| c.proto.stats())
     }
 
     /// Live (not yet drained) connections.

@@ -54,6 +54,13 @@
 //! forward): an ACK that waited in the socket while the sender was busy
 //! sending gets that later time, so a busy sender still adds jitter.
 //!
+//! **Patched quinn-proto.** quinn-proto 0.11.19 as released never sends a lost
+//! ACK_FREQUENCY frame again, so a peer that missed it kept ACKing every
+//! second packet for the whole connection, silently. The workspace builds a
+//! vendored copy with a one-line fix (`[patch.crates-io]` in the root
+//! `Cargo.toml`); `vendor/README.md` in this crate says why, what the diff is
+//! and when to drop it.
+//!
 //! ## Pacing
 //!
 //! quinn-proto paces every connection from window and RTT. When the CCA
