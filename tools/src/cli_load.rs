@@ -149,6 +149,12 @@ pub struct LoadArgs {
     /// quiche flows run on a thread each.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// The rate of this host's network interface or access link (e.g.
+    /// 1Gbit). QUIC senders pass it to their congestion controller: Libra's
+    /// CapProbe rejects capacity estimates above it, as no bottleneck beyond
+    /// the first link can be faster. Default: unknown (no bound).
+    #[arg(long, value_name = "RATE", value_parser = tollgate_cca::units::parse_rate_bps)]
+    pub link_rate: Option<f64>,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -351,6 +357,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<ExitCode> {
         bind_ports: args.bind_ports.clone(),
         bind_addrs: args.bind_addrs.clone(),
         flow_servers: args.flow_servers.clone(),
+        link_rate_bps: args.link_rate,
     };
     load::check_options(&s, &opts)?;
     let note = "real network: the scenario's rtt and topology are not emulated (the path has its \

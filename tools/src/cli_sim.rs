@@ -60,6 +60,12 @@ pub struct SimArgs {
     /// size and results are the same (scenario field `packet_protection`).
     #[arg(long)]
     pub no_packet_protection: bool,
+    /// Write the hosts' datagrams as pcap files, `DIR/sender.pcap` (every
+    /// flow's data sender) and `DIR/receiver.pcap`, stamped in virtual time:
+    /// what tcpdump records on a testbed's hosts (one run only; the same
+    /// as setting `TOLLGATE_PCAP=DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
 }
 
 /// Re-render a results file (table and plots) without re-running.
@@ -121,6 +127,18 @@ pub fn sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         for r in &mut plan.runs {
             r.packet_protection = false;
         }
+    }
+    if let Some(dir) = &args.pcap {
+        if plan.run_count() != 1 {
+            anyhow::bail!(
+                "--pcap captures one run; {} has {} (pick one with --seed, without a sweep)",
+                args.scenario.display(),
+                plan.run_count()
+            );
+        }
+        // Read by the engine (sim::pcap), like TOLLGATE_TRACE; set before
+        // any thread starts.
+        std::env::set_var("TOLLGATE_PCAP", dir);
     }
     if args.check {
         if !args.quiet {

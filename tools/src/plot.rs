@@ -239,6 +239,35 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
         bars: Vec::new(),
     };
     both(dir, "queue", &|d| d(qchart.clone_chart()))?;
+
+    // What each sender believed the bottleneck capacity to be.
+    if !r.series.flow_capacity_mbps.is_empty() {
+        let clines: Vec<(String, Vec<(f64, f64)>)> = r
+            .flows
+            .iter()
+            .zip(&r.series.flow_capacity_mbps)
+            .filter(|(_, c)| c.iter().any(Option::is_some))
+            .take(12)
+            .map(|(f, c)| {
+                let pts = t
+                    .iter()
+                    .zip(c)
+                    .filter_map(|(&tk, v)| v.map(|v| (tk, v)))
+                    .collect();
+                (format!("{} {} {:.0} ms", f.id, f.cca, f.rtt_ms), pts)
+            })
+            .collect();
+        let cchart = Chart {
+            title: format!("{title}: capacity estimate per flow"),
+            x_label: "time (s)".into(),
+            y_label: "capacity estimate (Mbit/s)".into(),
+            x: 0.0..tmax,
+            y: 0.0..max_of(&clines).max(1.0) * 1.1,
+            lines: clines,
+            bars: Vec::new(),
+        };
+        both(dir, "capacity", &|d| d(cchart.clone_chart()))?;
+    }
     Ok(())
 }
 

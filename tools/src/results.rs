@@ -270,6 +270,11 @@ pub struct Series {
     pub t_s: Vec<f64>,
     /// Per flow: goodput in each interval, Mbit/s.
     pub flow_goodput_mbps: Vec<Vec<f64>>,
+    /// Per flow: the sender's capacity estimate at each sample, Mbit/s
+    /// (what Libra believed the bottleneck to be; `null` where the CCA
+    /// reports none). Empty when no flow's CCA reports one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_capacity_mbps: Vec<Vec<Option<f64>>>,
     /// Jain's index over the fairness window ending at each sample (long-lived flows active for the whole window).
     pub jain: Vec<Option<f64>>,
     /// Fairness ratio over the same window.
@@ -486,6 +491,17 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
             tp = tk;
         }
         series.flow_goodput_mbps.push(g);
+    }
+    if d.flows.iter().any(|f| !f.capacity_mbps.is_empty()) {
+        series.flow_capacity_mbps = d
+            .flows
+            .iter()
+            .map(|f| {
+                let mut c = f.capacity_mbps.clone();
+                c.resize(n, None);
+                c
+            })
+            .collect();
     }
     let w = ((s.metrics.fairness_window_s / dt).round() as usize).max(1);
     for k in 0..n {
@@ -732,7 +748,9 @@ pub fn read(path: &Path) -> anyhow::Result<Results> {
     serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// Per-flow time series as CSV: `t_s, flow0_mbps, ..., jain, fairness_ratio, queue_pkts, queue_delay_ms`.
+/// Per-flow time series as CSV: `t_s, flow0_mbps, ..., jain, fairness_ratio,
+/// queue_pkts, queue_delay_ms` per port, then `flow0_capacity_mbps, ...` when
+/// a flow's CCA reports a capacity estimate (empty cells where it has none).
 pub fn csv(r: &Results) -> String {
     let mut out = String::from("t_s");
     for f in &r.flows {
@@ -741,6 +759,11 @@ pub fn csv(r: &Results) -> String {
     out.push_str(",jain,fairness_ratio");
     for p in &r.ports {
         let _ = write!(out, ",{}_queue_pkts,{}_queue_delay_ms", p.name, p.name);
+    }
+    if !r.series.flow_capacity_mbps.is_empty() {
+        for f in &r.flows {
+            let _ = write!(out, ",flow{}_{}_capacity_mbps", f.id, f.group);
+        }
     }
     out.push('\n');
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
@@ -757,6 +780,9 @@ pub fn csv(r: &Results) -> String {
         );
         for (q, d) in r.series.queue_packets.iter().zip(&r.series.queue_delay_ms) {
             let _ = write!(out, ",{},{:.6}", q[k], d[k]);
+        }
+        for c in &r.series.flow_capacity_mbps {
+            let _ = write!(out, ",{}", opt(c.get(k).copied().flatten()));
         }
         out.push('\n');
     }
@@ -946,6 +972,7 @@ mod tests {
             t: vec![1.0, 2.0, 3.0],
             flows: vec![FlowRecord {
                 rx,
+                capacity_mbps: Vec::new(),
                 drops: [0; DropReason::COUNT],
                 access_drops: 0,
                 loss_drops: 0,
@@ -953,6 +980,8 @@ mod tests {
                 fin_at: None,
                 acked_at: None,
                 report: None,
+                receiver_report: None,
+                injected_drops: 0,
                 error: None,
                 spec,
             }],

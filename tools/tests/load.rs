@@ -45,6 +45,7 @@ fn start(allow: Option<&[&str]>, max_connections: usize) -> Setup {
         bind_ports: Vec::new(),
         bind_addrs: Vec::new(),
         flow_servers: Vec::new(),
+        link_rate_bps: None,
     };
     Setup {
         server,

@@ -81,6 +81,10 @@ pub struct LoadOptions {
     /// group's `server` (no entry: those): a parking lot's testbed has a
     /// server address per exit node.
     pub flow_servers: Vec<SocketAddr>,
+    /// The rate of this host's link, bit/s, if known: passed to every QUIC
+    /// sender's congestion controller (Libra's CapProbe rejects capacity
+    /// estimates above it).
+    pub link_rate_bps: Option<f64>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -390,6 +394,7 @@ pub fn run(
         }
         flows.push(FlowRecord {
             rx: samples,
+            capacity_mbps: Vec::new(),
             drops: [0; DropReason::COUNT],
             access_drops: 0,
             loss_drops: 0,
@@ -400,6 +405,8 @@ pub fn run(
                 .map(|f| f.saturating_duration_since(t0).as_nanos() as u64),
             acked_at: None,
             report: out.report,
+            receiver_report: None,
+            injected_drops: 0,
             error,
             spec,
         });
@@ -605,6 +612,7 @@ impl FlowJob {
             max_window: self.spec.window.unwrap_or(base.max_window),
             // Also the handshake timeout: an unreachable server fails the flow after this long.
             idle_timeout: self.options.connect_timeout.max(Duration::from_millis(500)),
+            link_rate_bps: self.options.link_rate_bps,
             ..base
         };
         let mut app = BulkClient::new(

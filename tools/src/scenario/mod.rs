@@ -29,7 +29,9 @@ mod schema;
 mod sweep;
 
 pub use resolve::resolve;
-pub use resolved::{Draw, FlowGroup, MetricSpec, Plan, RouterSpec, Scenario, TopologyKind};
+pub use resolved::{
+    Draw, FlowGroup, MetricSpec, NoiseKind, Plan, RouterSpec, Scenario, TopologyKind,
+};
 pub use router::RawRouter;
 pub use schema::{
     OneOrMany, RawFlowGroup, RawLink, RawMetrics, RawScenario, RawSweep, RawTopology,

@@ -11,7 +11,9 @@ use tollgate_cca::{Env, VariantId};
 use super::kind::FlowKind;
 use super::router::resolve_router;
 use super::schema::{OneOrMany, RawFlowGroup, RawMetrics, RawScenario, RawTopology};
-use super::{Draw, FlowGroup, MetricSpec, Scenario, ScenarioError, TopologyKind, PACKET_BYTES};
+use super::{
+    Draw, FlowGroup, MetricSpec, NoiseKind, Scenario, ScenarioError, TopologyKind, PACKET_BYTES,
+};
 
 /// A duration in seconds.
 pub(super) fn dur(field: &str, text: &str) -> Result<f64, ScenarioError> {
@@ -109,6 +111,9 @@ pub fn resolve(raw: &RawScenario) -> Result<Scenario, ScenarioError> {
         bottleneck_loss: topo.bottleneck_loss,
         buffer,
         access_rate_bps: topo.access_rate_bps,
+        noise: topo.noise,
+        noise_scale: topo.noise_scale,
+        path_noise_scale: topo.path_noise_scale,
         host_jitter_s: topo.host_jitter_s,
         packet_protection: raw.packet_protection.unwrap_or(true),
         router,
@@ -142,12 +147,15 @@ struct Topology {
     bottleneck_rate_bps: f64,
     bottleneck_delay_s: f64,
     access_rate_bps: f64,
+    noise: NoiseKind,
+    noise_scale: f64,
+    path_noise_scale: f64,
     host_jitter_s: f64,
     bottleneck_loss: f64,
 }
 
-/// `topology.jitter = "auto"`: this many 1500-byte packet times at the
-/// bottleneck rate (960 µs at 100 Mbit/s). One packet time (the default
+/// `topology.noise = "iid"` with `topology.jitter = "auto"`: this many
+/// 1500-byte packet times at the bottleneck rate (960 µs at 100 Mbit/s). One packet time (the default
 /// before) left drop-tail losses phase-locked onto the long-RTT flow at
 /// 0.2-0.5 BDP (its per-packet drop rate 5.5x the short flow's); the
 /// short/long ratio falls as the jitter grows and levels off from about
@@ -206,7 +214,37 @@ fn resolve_topology(t: &RawTopology) -> Result<Topology, ScenarioError> {
         Some(r) => rate("topology.access_rate", r)?,
         None => 10.0 * bottleneck_rate_bps,
     };
+    let noise = match (t.noise.as_deref(), t.jitter.as_deref()) {
+        (None, None) => NoiseKind::Host,
+        // A jitter alone selects the i.i.d. model it belongs to.
+        (None, Some(_)) | (Some("iid"), _) => NoiseKind::Iid,
+        (Some("host"), None) => NoiseKind::Host,
+        (Some("none"), None) => NoiseKind::None,
+        (Some(n @ ("host" | "none")), Some(j)) => {
+            return Err(ScenarioError::new(
+                "topology.jitter",
+                format!("\"{j}\""),
+                format!("no jitter with noise = \"{n}\" (jitter sets the bound of noise = \"iid\")"),
+            ))
+        }
+        (Some(other), _) => {
+            return Err(ScenarioError::new(
+                "topology.noise",
+                format!("\"{other}\""),
+                "\"host\" (measured host wake-ups, the default), \"iid\" (uniform per datagram, bound topology.jitter) or \"none\"",
+            ))
+        }
+    };
+    let scale = |field: &str, value: Option<f64>| match (value, noise) {
+        (None, _) => Ok(1.0),
+        (Some(x), NoiseKind::Host) if (0.0..=10.0).contains(&x) => Ok(x),
+        (Some(x), NoiseKind::Host) => Err(ScenarioError::new(field, x, "0 ..= 10")),
+        (Some(x), _) => Err(ScenarioError::new(field, x, "only with noise = \"host\"")),
+    };
+    let noise_scale = scale("topology.noise_scale", t.noise_scale)?;
+    let path_noise_scale = scale("topology.path_noise_scale", t.path_noise_scale)?;
     let host_jitter_s = match t.jitter.as_deref() {
+        _ if noise != NoiseKind::Iid => 0.0,
         None | Some("auto") => {
             JITTER_AUTO_PACKETS * PACKET_BYTES as f64 * 8.0 / bottleneck_rate_bps
         }
@@ -240,6 +278,9 @@ fn resolve_topology(t: &RawTopology) -> Result<Topology, ScenarioError> {
         bottleneck_rate_bps,
         bottleneck_delay_s,
         access_rate_bps,
+        noise,
+        noise_scale,
+        path_noise_scale,
         host_jitter_s,
     })
 }

@@ -13,6 +13,19 @@ pub enum TopologyKind {
     ParkingLot,
 }
 
+/// The timing noise the emulator adds to real hosts' perfect clocks
+/// (`topology.noise`; [`crate::sim::noise`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseKind {
+    /// Host wake-up latencies measured on the namespace testbed.
+    Host,
+    /// An independent uniform delay per datagram (`host_jitter_s`).
+    Iid,
+    /// None: every host reacts at once and emits on time.
+    None,
+}
+
 /// A value drawn per flow: fixed or uniform in `[lo, hi]`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -117,8 +130,14 @@ pub struct Scenario {
     pub bottleneck_loss: f64,
     /// Access rate, bit/s.
     pub access_rate_bps: f64,
-    /// Host emission jitter: each datagram leaves its host after a delay
-    /// uniform in `[0, host_jitter_s]` (FIFO per host), seconds.
+    /// Which timing noise the emulator adds.
+    pub noise: NoiseKind,
+    /// `noise = "host"`: the measured wake-up latencies are multiplied by this.
+    pub noise_scale: f64,
+    /// `noise = "host"`: the path noise (ACK compression) is multiplied by this.
+    pub path_noise_scale: f64,
+    /// `noise = "iid"`: each datagram leaves its host after a delay uniform
+    /// in `[0, host_jitter_s]` (FIFO per host), seconds; 0 otherwise.
     pub host_jitter_s: f64,
     /// Real AES-GCM packet protection on 1-RTT packets; false: a null
     /// cipher with the same tag length, so packets keep their sizes

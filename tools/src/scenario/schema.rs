@@ -69,8 +69,17 @@ pub struct RawTopology {
     pub hops: Option<u32>,
     /// Access-link rate (default 10 x the bottleneck rate).
     pub access_rate: Option<String>,
-    /// Random delay added to every datagram a host emits: a duration, or
-    /// `"auto"` (one 1500-byte packet at the bottleneck rate).
+    /// Timing noise: `"host"` (measured host wake-up latencies, the
+    /// default), `"iid"` (a uniform delay per datagram) or `"none"`.
+    pub noise: Option<String>,
+    /// `noise = "host"`: multiply the measured latencies by this (default 1).
+    pub noise_scale: Option<f64>,
+    /// `noise = "host"`: multiply the path noise (ACK compression between
+    /// the hosts) by this (default 1; 0 turns it off).
+    pub path_noise_scale: Option<f64>,
+    /// `noise = "iid"` (implied when set alone): bound of the random delay
+    /// added to every datagram a host emits: a duration, or `"auto"` (eight
+    /// 1500-byte packet times at the bottleneck rate).
     pub jitter: Option<String>,
 }
 

@@ -28,13 +28,15 @@ use tollgate_router::rrmqs::MeterWindow;
 use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
 use tollgate_transport::{ConnReport, ConnectionOptions};
 
-use super::host::{Host, Role};
+use super::host::{self, Host, Role};
 use super::net::{AnyQdisc, Collector, Crossing, LinkQueue, SimPacket, WIRE_OVERHEAD};
+use super::noise::{PathNoise, Wakeups};
+use super::pcap::Pcap;
 use super::queue::EventQueue;
 use super::tls::Crypto;
 use super::topology::{self, FlowSpec, Network};
 use super::trace::Trace;
-use crate::scenario::{Scenario, PACKET_BYTES};
+use crate::scenario::{NoiseKind, Scenario, PACKET_BYTES};
 
 /// Per-port samples and totals.
 #[derive(Debug)]
@@ -89,6 +91,10 @@ pub struct FlowRecord {
     pub spec: FlowSpec,
     /// Application bytes received, cumulative, per sample.
     pub rx: Vec<u64>,
+    /// The sender's capacity estimate per sample, Mbit/s (the CCA's
+    /// `capacity_mbps` statistic, e.g. Libra's), where it reports one;
+    /// empty for algorithms that do not, and for `load` runs.
+    pub capacity_mbps: Vec<Option<f64>>,
     /// Drops by reason (index = [`DropReason::index`]) of the flow's packets at router ports.
     pub drops: [u64; DropReason::COUNT],
     /// Drops at a rate-capped access link.
@@ -104,6 +110,11 @@ pub struct FlowRecord {
     pub acked_at: Option<u64>,
     /// The sender connection's final report.
     pub report: Option<ConnReport>,
+    /// The receiver connection's final report (`tollgate sim` only).
+    pub receiver_report: Option<ConnReport>,
+    /// Datagrams of the flow the emulator's fault injection dropped (see
+    /// [`host`](super::host#fault-injection)).
+    pub injected_drops: u64,
     /// Errors.
     pub error: Option<String>,
 }
@@ -138,6 +149,7 @@ enum Ev {
     Arrive(u32),
     PortPoll(u32),
     HostTimer(u32),
+    HostWake(u32),
     FlowStart(u32),
     Sample(u32),
 }
@@ -166,7 +178,15 @@ struct Sim<'a> {
     samples: Vec<f64>,
     /// Debug trace (`TOLLGATE_TRACE`), usually off.
     trace: Option<Trace>,
-    /// Host emission jitter bound, ns (0: none).
+    /// Capture of the hosts' datagrams (`TOLLGATE_PCAP`), usually off.
+    pcap: Option<Pcap>,
+    /// `noise = "host"`: draws the hosts' wake-up latencies.
+    wakeups: Option<Wakeups>,
+    /// `noise = "host"`: draws the path noise ahead of each host.
+    path_noise: Option<PathNoise>,
+    /// Per flow and direction: when its latest packet leaves the path noise.
+    path_noise_last: Vec<u64>,
+    /// `noise = "iid"`: host emission jitter bound, ns (0: none).
     jitter_ns: f64,
     /// Draws the jitter.
     jitter_rng: SimRng,
@@ -211,10 +231,22 @@ pub fn run(
                 chunk.copy_from_slice(&tollgate_cca::rng::Rng::next_u64(&mut seeder).to_le_bytes());
             }
             let addr = if client { f.client } else { f.server };
-            hosts.push(Host::new(addr, i as u32, seed, &crypto, client, f.window)?);
+            hosts.push(Host::new(
+                addr,
+                i as u32,
+                seed,
+                &crypto,
+                client,
+                f.window,
+                // Every host's own link is its access link.
+                s.access_rate_bps,
+            )?);
         }
     }
     let nflows = net.flows.len();
+    if let Some(i) = host::drop_first_ack_frequency_from_env(nflows)? {
+        hosts[2 * i].drop_first_ack_frequency = true;
+    }
     let mut ports = Vec::new();
     let mut port_of_link = vec![None; net.links.len()];
     for (forward, list) in [(true, &net.forward_ports), (false, &net.reverse_ports)] {
@@ -262,6 +294,7 @@ pub fn run(
         .map(|f| FlowRecord {
             spec: f.clone(),
             rx: Vec::new(),
+            capacity_mbps: Vec::new(),
             drops: [0; DropReason::COUNT],
             access_drops: 0,
             loss_drops: 0,
@@ -269,6 +302,8 @@ pub fn run(
             fin_at: None,
             acked_at: None,
             report: None,
+            receiver_report: None,
+            injected_drops: 0,
             error: None,
         })
         .collect();
@@ -291,6 +326,15 @@ pub fn run(
         events: 0,
         samples: Vec::new(),
         trace: Trace::from_env()?,
+        pcap: match std::env::var_os("TOLLGATE_PCAP") {
+            Some(dir) => Some(Pcap::create(std::path::Path::new(&dir))?),
+            None => None,
+        },
+        wakeups: (s.noise == NoiseKind::Host)
+            .then(|| Wakeups::new(s.seed ^ 0x3a4e_0b5e, s.noise_scale)),
+        path_noise: (s.noise == NoiseKind::Host && s.path_noise_scale > 0.0)
+            .then(|| PathNoise::new(s.seed ^ 0x9a7e_4015, s.path_noise_scale)),
+        path_noise_last: vec![0; 2 * nflows],
         jitter_ns: s.host_jitter_s * 1e9,
         jitter_rng: tollgate_cca::rng::seeded(s.seed ^ 0x6a17_7e20),
         loss: s.bottleneck_loss,
@@ -321,6 +365,12 @@ pub fn run(
             }
             Ev::PortPoll(l) => sim.port_poll(l as usize, e.t),
             Ev::HostTimer(h) => sim.host_timer(h as usize, e.t, e.seq),
+            Ev::HostWake(h) => {
+                // Stale when a timer or an earlier wake-up served the batch.
+                if sim.hosts[h as usize].wake_at == Some(e.t) {
+                    sim.host_step(h as usize);
+                }
+            }
             Ev::FlowStart(f) => sim.start_flow(f as usize),
             Ev::Sample(k) => {
                 let k = u64::from(k);
@@ -398,6 +448,7 @@ impl Sim<'_> {
                 .window
                 .unwrap_or(tollgate_transport::window::DEFAULT_MAX),
             idle_timeout: Duration::from_secs(600),
+            link_rate_bps: Some(s.access_rate_bps),
         };
         let (server, size) = (spec.server, spec.size);
         let now = self.instant(self.now);
@@ -420,7 +471,11 @@ impl Sim<'_> {
     }
 
     /// Let the host's app react, send what the endpoint has, re-arm its timer.
+    /// The host runs: its app, then every datagram its transport has to send.
+    /// Under host noise this is a wake-up and serves everything that
+    /// arrived before it.
     fn host_step(&mut self, h: usize) {
+        self.hosts[h].wake_at = None;
         let now_ns = self.now;
         let now = self.instant(now_ns);
         self.hosts[h].run_app(now, now_ns);
@@ -429,7 +484,7 @@ impl Sim<'_> {
             // itself: no copy when the transmit is one datagram (always, as
             // hosts disable GSO).
             let mut buf = self.pool.pop().unwrap_or_default();
-            let Some(t) = self.hosts[h].ep.poll_transmit(now, &mut buf) else {
+            let Some(t) = self.hosts[h].poll_transmit(now, &mut buf) else {
                 self.pool.push(buf);
                 break;
             };
@@ -495,6 +550,7 @@ impl Sim<'_> {
             dscp,
             enq_ns: 0,
             sent_ns: self.now,
+            path_noised: false,
         };
         if self.jitter_ns > 0.0 {
             // Host jitter (scheduling, NIC): a random delay, FIFO per host.
@@ -502,10 +558,25 @@ impl Sim<'_> {
             let host = &mut self.hosts[h];
             let at = (self.now + j).max(host.last_emit_ns);
             host.last_emit_ns = at;
+            self.capture(h, at, &p);
             // FIFO, like the access link after it: both are crossed now.
             self.send_on(p, at);
         } else {
+            self.capture(h, self.now, &p);
             self.arrive(p);
+        }
+    }
+
+    /// Record `p` on host `h`'s interface at `t` (`--pcap`).
+    fn capture(&mut self, h: usize, t: u64, p: &SimPacket) {
+        let Some(pcap) = self.pcap.as_mut() else {
+            return;
+        };
+        let f = &self.net.flows[p.flow as usize];
+        let to = if p.to_server { f.server } else { f.client };
+        if let Err(e) = pcap.record(h.is_multiple_of(2), t, p.from, to, &p.data) {
+            eprintln!("warning: {e}; capture stopped");
+            self.pcap = None;
         }
     }
 
@@ -555,6 +626,16 @@ impl Sim<'_> {
     fn arrive(&mut self, mut p: SimPacket) {
         let path = self.path(&p);
         let Some(&link) = path.get(p.hop as usize) else {
+            if let (Some(noise), false) = (self.path_noise.as_mut(), p.path_noised) {
+                // The router's transmit polling and the veth ahead of the
+                // host: a delay drawn once per packet, FIFO per flow and
+                // direction, before the host's interface sees it.
+                p.path_noised = true;
+                let lane = 2 * p.flow as usize + usize::from(p.to_server);
+                let at = (self.now + noise.draw_ns()).max(self.path_noise_last[lane]);
+                self.path_noise_last[lane] = at;
+                return self.push_arrival(at, p);
+            }
             return self.deliver(p);
         };
         let now = self.now;
@@ -712,13 +793,24 @@ impl Sim<'_> {
         let h = if p.to_server { 2 * f + 1 } else { 2 * f };
         let now = self.instant(self.now);
         let tos = p.tos();
+        self.capture(h, self.now, &p);
         // The packet's buffer goes to the endpoint as is: Vec -> Bytes ->
         // BytesMut of a unique buffer does not copy the bytes.
         let data = BytesMut::from(Bytes::from(p.data));
         self.hosts[h]
             .ep
             .handle_datagram_owned(now, p.from, Some(tos), data);
-        self.host_step(h);
+        match self.wakeups.as_mut() {
+            // The datagram is stamped now; the host reacts when it wakes up.
+            Some(w) => {
+                if self.hosts[h].wake_at.is_none() {
+                    let at = self.now + w.draw_ns();
+                    self.hosts[h].wake_at = Some(at);
+                    self.push(at, Ev::HostWake(h as u32));
+                }
+            }
+            None => self.host_step(h),
+        }
         if h % 2 == 0 {
             if let Some(tr) = self.trace.as_mut() {
                 if let Role::Client(app) = &self.hosts[h].role {
@@ -744,6 +836,16 @@ impl Sim<'_> {
                 unreachable!("odd hosts are servers");
             };
             f.rx.push(app.rx_bytes);
+            if let Role::Client(client) = &self.hosts[2 * i].role {
+                let capacity = client
+                    .conn
+                    .and_then(|ch| self.hosts[2 * i].ep.cca_handle(ch))
+                    .and_then(|cca| capacity_mbps(&cca.snapshot().stats));
+                if capacity.is_some() || !f.capacity_mbps.is_empty() {
+                    f.capacity_mbps.resize(f.rx.len() - 1, None);
+                    f.capacity_mbps.push(capacity);
+                }
+            }
         }
         for (link, r) in self.port_of_link.iter().enumerate() {
             let Some(r) = *r else { continue };
@@ -782,13 +884,14 @@ impl Sim<'_> {
             }
             if let Role::Server(app) = &self.hosts[2 * i + 1].role {
                 f.fin_at = app.fin_at;
+                f.receiver_report = app
+                    .conn
+                    .and_then(|ch| self.hosts[2 * i + 1].ep.stats(now, ch));
                 if let (Some(tr), Some(sender)) = (self.trace.as_mut(), &f.report) {
-                    let receiver = app
-                        .conn
-                        .and_then(|ch| self.hosts[2 * i + 1].ep.stats(now, ch));
-                    tr.flow_end(i as u32, sender, receiver.as_ref());
+                    tr.flow_end(i as u32, sender, f.receiver_report.as_ref());
                 }
             }
+            f.injected_drops = self.hosts[2 * i].injected_drops;
         }
         for (link, r) in self.port_of_link.iter().enumerate() {
             let Some(r) = *r else { continue };
@@ -798,4 +901,12 @@ impl Sim<'_> {
             }
         }
     }
+}
+
+/// The `capacity_mbps` statistic of a CCA snapshot, if it reports one.
+fn capacity_mbps(stats: &tollgate_cca::Stats) -> Option<f64> {
+    stats.details.iter().find_map(|(k, v)| match (k, v) {
+        (&"capacity_mbps", tollgate_cca::StatValue::Num(x)) => Some(*x),
+        _ => None,
+    })
 }

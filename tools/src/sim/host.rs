@@ -6,6 +6,24 @@
 //! The client opens one unidirectional stream and writes zeros: unbounded,
 //! or exactly `size` bytes and then FIN. The server counts the bytes it
 //! reads; that count is the flow's goodput.
+//!
+//! ## Fault injection
+//!
+//! `TOLLGATE_DROP_FIRST_ACK_FREQUENCY=<flow index>` (0-based, the order of
+//! the run's flows; unset or empty: off) drops the one datagram that carries
+//! the first ACK_FREQUENCY frame of that flow's data sender, as if the path
+//! lost it: the sender's quinn-proto counter of ACK_FREQUENCY frames sent
+//! (`frame_tx.ack_frequency`) is read before and after each transmit is
+//! polled, and the transmit during which it first grows is discarded (hosts
+//! send one datagram per transmit). The drop is counted in
+//! [`Host::injected_drops`] and [`FlowRecord::injected_drops`]. The
+//! sender only sends ACK_FREQUENCY frames when it requests prompt ACKs (the
+//! flow's `prompt_acks`, by default for Libra). The variable is read once per
+//! run; a value that is not the index of one of the run's flows is an error
+//! naming it. This checks that quinn-proto sends a lost ACK_FREQUENCY frame
+//! again (`tools/tests/ack_frequency.rs`).
+//!
+//! [`FlowRecord::injected_drops`]: super::engine::FlowRecord::injected_drops
 
 use std::net::SocketAddr;
 
@@ -13,11 +31,34 @@ use bytes::Bytes;
 use std::time::{Duration, Instant};
 
 use tollgate_transport::{
-    ConnectionHandle, ConnectionOptions, Dir, Endpoint, EndpointOptions, Event, StreamId,
+    ConnectionHandle, ConnectionOptions, Dir, Endpoint, EndpointOptions, Event, StreamId, Transmit,
 };
 
 use super::queue::TimerSlot;
 use super::tls::{Crypto, SERVER_NAME};
+
+/// The fault injection's environment variable (see the module doc).
+pub const DROP_FIRST_ACK_FREQUENCY_VAR: &str = "TOLLGATE_DROP_FIRST_ACK_FREQUENCY";
+
+/// The flow named by [`DROP_FIRST_ACK_FREQUENCY_VAR`], if set, checked
+/// against the run's `flows` flows.
+pub fn drop_first_ack_frequency_from_env(flows: usize) -> anyhow::Result<Option<usize>> {
+    const VAR: &str = DROP_FIRST_ACK_FREQUENCY_VAR;
+    let v = match std::env::var(VAR) {
+        Ok(v) if v.trim().is_empty() => return Ok(None),
+        Ok(v) => v,
+        Err(std::env::VarError::NotPresent) => return Ok(None),
+        Err(e) => anyhow::bail!("{VAR}: {e}"),
+    };
+    let i: usize = v
+        .trim()
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{VAR}={v:?}: not a flow index ({e})"))?;
+    if i >= flows {
+        anyhow::bail!("{VAR}={v:?}: no such flow (the run has {flows}, numbered from 0)");
+    }
+    Ok(Some(i))
+}
 
 /// Most bytes handed to the endpoint per write call.
 const WRITE_CHUNK: usize = 64 * 1024;
@@ -75,6 +116,14 @@ pub struct Host {
     pub same_now_timers: u32,
     /// When the host's latest jittered datagram leaves (keeps its datagrams in order).
     pub last_emit_ns: u64,
+    /// Fault injection: drop the datagram carrying this (client) host's
+    /// first ACK_FREQUENCY frame (see the module doc).
+    pub drop_first_ack_frequency: bool,
+    /// Datagrams the fault injection dropped.
+    pub injected_drops: u64,
+    /// `noise = "host"`: when the host wakes up to serve what arrived
+    /// (virtual ns), while datagrams wait for it.
+    pub wake_at: Option<u64>,
 }
 
 impl Host {
@@ -86,6 +135,7 @@ impl Host {
         crypto: &Crypto,
         client: bool,
         window: Option<u64>,
+        link_rate_bps: f64,
     ) -> anyhow::Result<Self> {
         let mut ep = Endpoint::new(EndpointOptions {
             max_connections: 4,
@@ -103,6 +153,7 @@ impl Host {
                 stats_interval: Duration::from_secs(3600),
                 window: window.unwrap_or(base.window),
                 max_window: window.unwrap_or(base.max_window),
+                link_rate_bps: Some(link_rate_bps),
                 ..base
             };
             ep.set_server(crypto.server.clone(), defaults)
@@ -117,7 +168,36 @@ impl Host {
             timer: TimerSlot::default(),
             same_now_timers: 0,
             last_emit_ns: 0,
+            wake_at: None,
+            drop_first_ack_frequency: false,
+            injected_drops: 0,
         })
+    }
+
+    /// The endpoint's next transmit (into `buf`), less the one the fault
+    /// injection drops.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let watched = match &self.role {
+            Role::Client(app) if self.drop_first_ack_frequency => app.conn,
+            _ => None,
+        };
+        let Some(ch) = watched else {
+            return self.ep.poll_transmit(now, buf);
+        };
+        let sent = |ep: &Endpoint| ep.quic_stats(ch).map_or(0, |s| s.frame_tx.ack_frequency);
+        let before = sent(&self.ep);
+        let t = self.ep.poll_transmit(now, buf)?;
+        if sent(&self.ep) == before {
+            return Some(t);
+        }
+        self.drop_first_ack_frequency = false;
+        self.injected_drops += 1;
+        tracing::info!(
+            flow = self.flow,
+            bytes = t.size,
+            "fault injection: dropped the datagram carrying the first ACK_FREQUENCY frame"
+        );
+        self.ep.poll_transmit(now, buf)
     }
 
     /// Client: open the connection.

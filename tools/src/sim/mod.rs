@@ -12,7 +12,9 @@
 //! | module | role |
 //! |---|---|
 //! | [`net`] | packets, links, router ports (classifier + discipline + shaper) |
-//! | [`host`] | endpoints and the sender / receiver apps |
+//! | [`host`] | endpoints and the sender / receiver apps; optional fault injection (`TOLLGATE_DROP_FIRST_ACK_FREQUENCY`) |
+//! | [`noise`] | timing noise: host wake-up latencies measured on the testbed (default), or i.i.d. |
+//! | [`pcap`] | optional pcap capture of the hosts' datagrams (`--pcap`, `TOLLGATE_PCAP`) |
 //! | [`topology`] | building links, hosts and paths from a scenario |
 //! | [`engine`] | the event loop and what it records ([`engine::RunData`]) |
 //! | [`queue`] | the event queue |
@@ -22,6 +24,8 @@
 pub mod engine;
 pub mod host;
 pub mod net;
+pub mod noise;
+pub mod pcap;
 pub mod queue;
 pub mod tls;
 pub mod topology;

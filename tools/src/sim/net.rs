@@ -56,6 +56,8 @@ pub struct SimPacket {
     pub enq_ns: u64,
     /// When its host emitted it (virtual ns).
     pub sent_ns: u64,
+    /// Whether it has drawn its path noise ([`super::noise::PathNoise`]).
+    pub path_noised: bool,
 }
 
 impl SimPacket {
@@ -324,6 +326,7 @@ mod tests {
             dscp,
             enq_ns: 0,
             sent_ns: 0,
+            path_noised: false,
         }
     }
 
