@@ -96,16 +96,6 @@ impl Reject {
         Reject::OtherSize,
     ];
 
-    /// Short name of the reason.
-    pub fn label(self) -> &'static str {
-        match self {
-            Reject::SharedAck => "shared_ack",
-            Reject::SpreadAtSender => "spread_at_sender",
-            Reject::AboveLinkRate => "above_link_rate",
-            Reject::OtherSize => "other_size",
-        }
-    }
-
     /// Statistics key of this reason's count.
     pub fn stat_key(self) -> &'static str {
         match self {
@@ -174,6 +164,18 @@ impl Run {
     }
 }
 
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(values: &VecDeque<f64>) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
 fn estimate_bps(pair: &PairSample) -> f64 {
     pair.bytes as f64 * 8.0 / pair.dispersion.as_secs_f64()
 }
@@ -185,6 +187,9 @@ pub struct CapProbe {
     run: Run,
     /// Estimates of the last converged runs, oldest first (at most [`HISTORY`]).
     history: VecDeque<f64>,
+    /// The median of `history`, kept as it changes: Libra reads the
+    /// estimate on every ACK, the history changes once per run.
+    median: Option<f64>,
     pairs: u64,
     runs: u64,
     converged_runs: u64,
@@ -198,6 +203,7 @@ impl CapProbe {
             config,
             run: Run::EMPTY,
             history: VecDeque::with_capacity(HISTORY),
+            median: None,
             pairs: 0,
             runs: 0,
             converged_runs: 0,
@@ -242,6 +248,7 @@ impl CapProbe {
                     self.history.pop_front();
                 }
                 self.history.push_back(bps);
+                self.median = median(&self.history);
             }
             self.run = Run::EMPTY;
         }
@@ -250,17 +257,8 @@ impl CapProbe {
     /// The capacity estimate in bit/s: the median of the last converged runs,
     /// or, before any, the run in progress if its kept pair has converged.
     pub fn capacity_bps(&self) -> Option<f64> {
-        if self.history.is_empty() {
-            return self.run.converged_bps(self.config.tolerance);
-        }
-        let mut sorted: Vec<f64> = self.history.iter().copied().collect();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        Some(if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        })
+        self.median
+            .or_else(|| self.run.converged_bps(self.config.tolerance))
     }
 
     /// Whether [`capacity_bps`](Self::capacity_bps) has an estimate.

@@ -189,6 +189,20 @@ pub struct Stats {
     pub details: Vec<(&'static str, StatValue)>,
 }
 
+/// The [`Stats::details`] key under which an algorithm reports its estimate
+/// of the bottleneck capacity, Mbit/s (Libra's `C`).
+pub const CAPACITY_MBPS: &str = "capacity_mbps";
+
+impl Stats {
+    /// The number reported under `key` in [`details`](Self::details), if any.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        self.details.iter().find_map(|(k, v)| match v {
+            StatValue::Num(x) if *k == key => Some(*x),
+            _ => None,
+        })
+    }
+}
+
 /// A congestion-control algorithm, driven by a sender.
 ///
 /// The sender calls [`on_packet_sent`](Self::on_packet_sent) for every packet

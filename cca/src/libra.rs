@@ -288,10 +288,8 @@ impl Libra {
         if let Some(c) = self.config.capacity_bps {
             return (c, CapacitySource::Configured);
         }
-        if self.probe.converged() {
-            if let Some(c) = self.probe.capacity_bps() {
-                return (c, CapacitySource::CapProbe);
-            }
+        if let Some(c) = self.probe.capacity_bps() {
+            return (c, CapacitySource::CapProbe);
         }
         if let Some(c) = self.delivery.max_bps() {
             return (c, CapacitySource::DeliveryRate);
@@ -434,7 +432,7 @@ impl CongestionControl for Libra {
         let mut details = vec![
             ("alpha", StatValue::Num(self.alpha())),
             ("penalty", StatValue::Num(self.penalty())),
-            ("capacity_mbps", StatValue::Num(capacity / 1e6)),
+            (crate::CAPACITY_MBPS, StatValue::Num(capacity / 1e6)),
             ("capacity_source", StatValue::Text(source.label())),
             ("capprobe_pairs", StatValue::Num(self.probe.pairs() as f64)),
             (

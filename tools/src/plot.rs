@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::results::Results;
+use crate::results::{FlowResult, Results};
 
 const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -254,7 +254,7 @@ pub fn render_run(dir: &Path, r: &Results) -> anyhow::Result<()> {
                     .zip(c)
                     .filter_map(|(&tk, v)| v.map(|v| (tk, v)))
                     .collect();
-                (format!("{} {} {:.0} ms", f.id, f.cca, f.rtt_ms), pts)
+                (flow_label(f), pts)
             })
             .collect();
         let cchart = Chart {
@@ -281,6 +281,11 @@ fn window_of(r: &Results) -> String {
 
 /// Goodput over time per flow, or per group (the group's mean) when there
 /// are more than `max` flows.
+/// A flow's legend label: id, CCA and RTT.
+fn flow_label(f: &FlowResult) -> String {
+    format!("{} {} {:.0} ms", f.id, f.cca, f.rtt_ms)
+}
+
 fn flow_lines(r: &Results, max: usize) -> Vec<(String, Vec<(f64, f64)>)> {
     if r.flows.len() > max {
         return group_means(r);
@@ -291,7 +296,7 @@ fn flow_lines(r: &Results, max: usize) -> Vec<(String, Vec<(f64, f64)>)> {
         .zip(&r.series.flow_goodput_mbps)
         .map(|(f, g)| {
             (
-                format!("{} {} {:.0} ms", f.id, f.cca, f.rtt_ms),
+                flow_label(f),
                 t.iter().copied().zip(g.iter().copied()).collect(),
             )
         })

@@ -471,9 +471,8 @@ impl Sim<'_> {
     }
 
     /// Let the host's app react, send what the endpoint has, re-arm its timer.
-    /// The host runs: its app, then every datagram its transport has to send.
-    /// Under host noise this is a wake-up and serves everything that
-    /// arrived before it.
+    /// Under host noise this is a wake-up: it serves everything that arrived
+    /// before it.
     fn host_step(&mut self, h: usize) {
         self.hosts[h].wake_at = None;
         let now_ns = self.now;
@@ -840,7 +839,7 @@ impl Sim<'_> {
                 let capacity = client
                     .conn
                     .and_then(|ch| self.hosts[2 * i].ep.cca_handle(ch))
-                    .and_then(|cca| capacity_mbps(&cca.snapshot().stats));
+                    .and_then(|cca| cca.snapshot().stats.number(tollgate_cca::CAPACITY_MBPS));
                 if capacity.is_some() || !f.capacity_mbps.is_empty() {
                     f.capacity_mbps.resize(f.rx.len() - 1, None);
                     f.capacity_mbps.push(capacity);
@@ -901,12 +900,4 @@ impl Sim<'_> {
             }
         }
     }
-}
-
-/// The `capacity_mbps` statistic of a CCA snapshot, if it reports one.
-fn capacity_mbps(stats: &tollgate_cca::Stats) -> Option<f64> {
-    stats.details.iter().find_map(|(k, v)| match (k, v) {
-        (&"capacity_mbps", tollgate_cca::StatValue::Num(x)) => Some(*x),
-        _ => None,
-    })
 }
