@@ -310,10 +310,15 @@ rate_cap = "40Mbit"
     );
     let (run, r) = run(&s, &setup.opts);
     setup.server.stop();
-    let late: Vec<f64> = run.extra.iter().map(|x| x.start_late_ms).collect();
+    // The loop wakes for each start on its own: typically within 1 ms of the
+    // schedule. The kernel may still run the thread late (CI machines share
+    // their cores, and a 2 ms preemption was seen there), so the median is
+    // held to 1 ms and every start to 5 ms, the bound of the many-flow test.
+    let mut late: Vec<f64> = run.extra.iter().map(|x| x.start_late_ms).collect();
+    late.sort_by(f64::total_cmp);
     assert!(
-        late.iter().all(|&l| (0.0..=1.0).contains(&l)),
-        "every flow starts within 1 ms of its schedule: {late:?}"
+        late.iter().all(|&l| (0.0..=5.0).contains(&l)) && late[late.len() / 2] <= 1.0,
+        "flows start with median lateness <= 1 ms, every one <= 5 ms: {late:?}"
     );
     // Each full second after the first: within 2 % of the cap.
     let t = &r.series.t_s;
