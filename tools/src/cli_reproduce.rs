@@ -26,14 +26,23 @@ and <out>/<experiment>/rows.svg plots ours relative to the published numbers.
 Resumable: finished runs are kept; after Ctrl-C (exit 130, the report is written from what \
 finished) the same command runs only what is missing, and --report-only rewrites the report \
 from what finished without starting any run. Changing --seeds or --quick for an \
-existing --out is refused: give another --out.
+existing --out is refused: give another --out. --values-from judges the rows again from the \
+per-seed values an earlier reproduce.json recorded (after a manifest's published number, \
+tolerance or evidence changed, or the verdict rules did), without the runs.
+
+Verdicts: a row is reproduced when the whole 95 % interval of our mean lies inside the band \
+the published number and its tolerance give, differs when the whole interval lies outside it, \
+and is inconclusive when the interval crosses an edge (with the seeds that would likely \
+settle it); a published value beyond the metric's floor or ceiling in the setup is not \
+measurable at this resolution.
 
 Examples:
   tollgate reproduce --list
   tollgate reproduce tax                 # one experiment, 5 seeds
   tollgate reproduce --all --quick       # every experiment, short runs (what CI runs)
   tollgate reproduce libra --seeds 10 -j 8
-  tollgate reproduce --all --report-only # the report of what finished so far, no runs"
+  tollgate reproduce --all --report-only # the report of what finished so far, no runs
+  tollgate reproduce --all --values-from tools/reproduce/reproduce.json --out tools/reproduce"
 )]
 pub struct ReproduceArgs {
     /// Experiments to run (see --list).
@@ -66,8 +75,97 @@ pub struct ReproduceArgs {
     /// seeds they have, or "no data").
     #[arg(long)]
     pub report_only: bool,
+    /// Start no run: judge every row again from the per-seed values recorded
+    /// in FILE (a reproduce.json), with the current experiments' published
+    /// numbers, tolerances and evidence; writes REPORT.md and reproduce.json
+    /// to --out.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["report_only", "quick", "seeds"])]
+    pub values_from: Option<PathBuf>,
     #[command(flatten)]
     pub pool: PoolArgs,
+}
+
+/// The command line as a user types it (`tollgate ...`, not the binary's path).
+fn command_line() -> String {
+    let mut args: Vec<String> = std::env::args().collect();
+    if let Some(first) = args.first_mut() {
+        *first = "tollgate".into();
+    }
+    args.join(" ")
+}
+
+/// One line per row: experiment, label, published, ours, verdict.
+fn print_rows(results: &[(&Experiment, u64, Vec<reproduce::RowResult>)]) {
+    for (e, _, rows) in results {
+        for r in rows {
+            let ours = r
+                .ours
+                .as_ref()
+                .map_or("-".into(), |o| format!("{:.3}", o.mean));
+            let published = r
+                .published
+                .map_or("-".into(), |p| format!("{:.3}", p.centre()));
+            println!(
+                "{:<8} {:<44} published {:>8}  ours {:>8}  {}",
+                e.name, r.label, published, ours, r.verdict
+            );
+        }
+    }
+}
+
+/// `--values-from`: the report again from an earlier report's values.
+fn rejudge(a: &ReproduceArgs, chosen: &[Experiment], file: &Path) -> anyhow::Result<ExitCode> {
+    let stored = reproduce::read_stored(file)?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results/reproduce"));
+    let mut results = Vec::new();
+    for e in chosen {
+        let s = stored
+            .experiments
+            .iter()
+            .find(|s| s.name == e.name)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: no values for experiment `{}`; it holds {}",
+                    file.display(),
+                    e.name,
+                    stored
+                        .experiments
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        let rows = reproduce::evaluate(e, reproduce::Source::Stored(s))?;
+        results.push((e, s.seeds, rows));
+    }
+    let info = ReportInfo {
+        command: command_line(),
+        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        quick: false,
+        wall_s: 0.0,
+        runs_now: 0,
+        runs_before: 0,
+        values_from: Some({
+            // A report judged again names the runs' command, not the
+            // re-judging's.
+            let runs = stored.info.values_from.as_deref().unwrap_or(&stored.info);
+            reproduce::ValuesFrom {
+                path: file.display().to_string(),
+                command: runs.command.clone(),
+                note: runs.note.clone(),
+            }
+        }),
+    };
+    let report = reproduce::write_report(&out, &info, &results, !a.pool.no_plots)?;
+    if !a.pool.quiet {
+        print_rows(&results);
+        eprintln!("report: {}", report.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn experiments_dir(given: Option<&Path>) -> PathBuf {
@@ -145,6 +243,9 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--seeds 0: give at least 1 (5 or more for a reproduction)");
     }
     let chosen = select(all, &a)?;
+    if let Some(file) = &a.values_from {
+        return rejudge(&a, &chosen, file);
+    }
     let jobs = cli_pool::jobs(a.pool.jobs)?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(if a.quick {
@@ -222,34 +323,21 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
     for (i, e) in chosen.iter().enumerate() {
         let mine: Vec<&Prepared> = prepared.iter().filter(|p| p.experiment == i).collect();
-        let rows = reproduce::evaluate(e, &mine)?;
+        let rows = reproduce::evaluate(e, reproduce::Source::Runs(&mine))?;
         results.push((e, e.seeds(a.quick, a.seeds), rows));
     }
     let info = ReportInfo {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: command_line(),
         tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
         quick: a.quick,
         wall_s: wall,
         runs_now: now,
         runs_before: before,
+        values_from: None,
     };
     let report = reproduce::write_report(&out, &info, &results, !a.pool.no_plots)?;
     if !a.pool.quiet {
-        for (e, _, rows) in &results {
-            for r in rows {
-                let ours = r
-                    .ours
-                    .as_ref()
-                    .map_or("-".into(), |o| format!("{:.3}", o.mean));
-                let published = r
-                    .published
-                    .map_or("-".into(), |p| format!("{:.3}", p.centre()));
-                println!(
-                    "{:<8} {:<44} published {:>8}  ours {:>8}  {}",
-                    e.name, r.label, published, ours, r.verdict
-                );
-            }
-        }
+        print_rows(&results);
         eprintln!(
             "ran {now} runs in {wall:.1} s wall; report: {}",
             report.display()

@@ -41,7 +41,8 @@ fn text(o: &Output) -> String {
 }
 
 /// Check one report row: its seeds all ran, and its verdict is what its
-/// mean, published value and tolerance say.
+/// interval and band say (the rules of `tollgate_tools::reproduce::verdict`,
+/// restated here from the report's own numbers).
 fn check_row(exp: &str, row: &Value, seeds: u64) {
     let label = row["label"].as_str().unwrap();
     let what = format!("{exp}: {label}");
@@ -51,38 +52,65 @@ fn check_row(exp: &str, row: &Value, seeds: u64) {
         seeds,
         "{what}: one value per seed"
     );
-    let mean = row["ours"]["mean"].as_f64();
     let verdict = row["verdict"].as_str().unwrap();
-    match (&row["published"], mean) {
-        (Value::Null, _) => assert_eq!(verdict, "measured", "{what}"),
-        (_, None) => assert_eq!(verdict, "no_data", "{what}"),
-        (p, Some(m)) => {
-            let (lo, hi) = match p {
-                Value::Array(r) => (r[0].as_f64().unwrap(), r[1].as_f64().unwrap()),
-                v => (v.as_f64().unwrap(), v.as_f64().unwrap()),
-            };
-            let d = if m < lo {
-                lo - m
-            } else if m > hi {
-                m - hi
-            } else {
-                0.0
-            };
-            let tol = row["tolerance"].as_f64().unwrap();
-            let expect = if d <= tol + 1e-12 {
-                "reproduced"
-            } else {
-                "differs"
-            };
-            assert_eq!(
-                verdict, expect,
-                "{what}: mean {m}, published {p}, tol {tol}"
-            );
-            if expect == "differs" {
-                let by = row["by"].as_f64().unwrap();
-                assert!((by.abs() - d).abs() < 1e-9, "{what}: by {by} vs {d}");
-            }
+    let (lo_p, hi_p) = match &row["published"] {
+        Value::Null => {
+            assert_eq!(verdict, "measured", "{what}");
+            return;
         }
+        Value::Array(r) => (r[0].as_f64().unwrap(), r[1].as_f64().unwrap()),
+        v => (v.as_f64().unwrap(), v.as_f64().unwrap()),
+    };
+    if verdict == "not_measurable" {
+        let limit = row["limit"].as_f64().unwrap();
+        assert!(
+            hi_p < limit || lo_p > limit,
+            "{what}: published {lo_p}-{hi_p} is within the limit {limit}"
+        );
+        return;
+    }
+    let Some(mean) = row["ours"]["mean"].as_f64() else {
+        assert_eq!(verdict, "no_data", "{what}");
+        return;
+    };
+    let band = row["band"].as_array().unwrap();
+    let (lo, hi) = (band[0].as_f64().unwrap(), band[1].as_f64().unwrap());
+    assert!(lo <= lo_p && hi >= hi_p, "{what}: band {lo}-{hi}");
+    let (Some(ci_lo), Some(ci_hi)) = (
+        row["ours"]["ci95_low"].as_f64(),
+        row["ours"]["ci95_high"].as_f64(),
+    ) else {
+        assert_eq!(verdict, "inconclusive", "{what}: one value");
+        return;
+    };
+    // The report cuts the interval at the metric's floor and ceiling (which
+    // the mean cannot pass), so a reported interval reaching past a band's
+    // edge at 1.0 may still reproduce; one wholly outside never does.
+    let inside = ci_lo >= lo - 1e-12 && ci_hi <= hi + 1e-12;
+    let outside = ci_hi < lo - 1e-12 || ci_lo > hi + 1e-12;
+    match verdict {
+        "reproduced" => assert!(!outside, "{what}: {ci_lo}-{ci_hi} outside {lo}-{hi}"),
+        "inconclusive" => assert!(!inside && !outside, "{what}: {ci_lo}-{ci_hi}, {lo}-{hi}"),
+        "differs" => {
+            assert!(
+                outside,
+                "{what}: differs with {ci_lo}-{ci_hi} touching {lo}-{hi}"
+            );
+            let by = row["by"].as_f64().unwrap();
+            let d = if mean < lo_p {
+                lo_p - mean
+            } else {
+                mean - hi_p
+            };
+            assert!((by.abs() - d).abs() < 1e-9, "{what}: by {by} vs {d}");
+        }
+        other => panic!("{what}: verdict {other} with values"),
+    }
+    if inside {
+        assert_eq!(
+            verdict, "reproduced",
+            "{what}: {ci_lo}-{ci_hi} in {lo}-{hi}"
+        );
     }
 }
 
@@ -181,6 +209,12 @@ metric = "sum(a, b)"
 published = 1.0
 tolerance = 1e-9
 [[rows]]
+label = "a time below the metric's floor"
+scenario = "twin.toml"
+metric = "time_to_target_s"
+published = 0.1
+tolerance = 1.0
+[[rows]]
 label = "measured only"
 scenario = "twin.toml"
 metric = "group.a.goodput_mbps / group.b.goodput_mbps"
@@ -227,7 +261,13 @@ fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
         let seeds = if with_baseline { 4 } else { 2 };
         assert_eq!(r["missing"].as_u64(), Some(seeds), "{r}");
         if !r["published"].is_null() {
-            assert_eq!(r["verdict"].as_str(), Some("no_data"), "{r}");
+            // A value beyond the metric's floor needs no runs to say so.
+            let expect = if r["label"].as_str().unwrap().contains("floor") {
+                "not_measurable"
+            } else {
+                "no_data"
+            };
+            assert_eq!(r["verdict"].as_str(), Some(expect), "{r}");
         }
     }
     for seed in ["seed-1", "seed-2"] {
@@ -249,7 +289,13 @@ fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
         .collect();
     assert_eq!(
         verdicts,
-        ["reproduced", "differs", "reproduced", "measured"],
+        [
+            "reproduced",
+            "differs",
+            "reproduced",
+            "not_measurable",
+            "measured"
+        ],
         "{json}"
     );
     for r in rows {
@@ -257,15 +303,27 @@ fn a_fixture_experiment_gets_the_verdicts_its_numbers_imply_and_resumes() {
     }
     assert!(rows[1]["by"].as_f64().unwrap() > 0.3, "{json}");
     assert_eq!(rows[2]["ours"]["mean"].as_f64(), Some(1.0));
+    // A time measured in 1-s windows is at least 1 s: the published 0.1 s
+    // with a tolerance of ±1 would pass every run under a rule on the mean.
+    assert_eq!(rows[3]["limit"].as_f64(), Some(1.0), "{json}");
     assert_eq!(report["reproduced"].as_u64(), Some(2));
-    assert_eq!(report["differs"].as_u64(), Some(1));
+    assert_eq!(report["differs_unexplained"].as_u64(), Some(1));
+    assert_eq!(report["not_measurable"].as_u64(), Some(1));
     assert!(out.join("fixture/rows.svg").is_file(), "the report plot");
     assert!(out.join("fixture/twin/campaign.json").is_file());
     let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
-    assert!(md.contains("**2 reproduced, 1 differ**"), "{md}");
-    // Rows, reproduced, differ, no data, measured.
     assert!(
-        md.contains("| [fixture](#fixture) | 4 | 2 | 1 | 0 | 1 |"),
+        md.contains("**2 reproduced, 0 inconclusive, 1 differ** (0 explained, 1 unexplained)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("A row is **reproduced** when the whole interval"),
+        "{md}"
+    );
+    // Rows, reproduced, inconclusive, differ explained / unexplained, not
+    // measurable, no data, measured.
+    assert!(
+        md.contains("| [fixture](#fixture) | 5 | 2 | 0 | 0 | 1 | 1 | 0 | 1 |"),
         "{md}"
     );
 
@@ -330,6 +388,17 @@ fn bad_manifests_and_names_are_refused_with_the_field_and_the_fix() {
             MANIFEST.replace("seeds = 2\n", "seeds = 2\nquick = { seeds = 0 }\n"),
             "quick.seeds = 0",
         ),
+        (
+            MANIFEST.replace("tolerance = 0.01\n", "tolerance = \"0.8x\"\n"),
+            "rows[1].tolerance: \"0.8x\": a factor either way is at least 1",
+        ),
+        (
+            MANIFEST.replace(
+                "metric = \"group.a.goodput_mbps / group.b.goodput_mbps\"",
+                "metric = \"group.a.goodput_mbps / group.b.goodput_mbps\"\nevidence = \"x\"",
+            ),
+            "rows[4].evidence: given without `published`",
+        ),
     ];
     for (i, (manifest, want)) in cases.iter().enumerate() {
         let sub = dir.join(format!("case{i}"));
@@ -374,7 +443,87 @@ fn bad_manifests_and_names_are_refused_with_the_field_and_the_fix() {
     ]);
     assert!(o.status.success());
     assert!(
-        text(&o).contains("fixture") && text(&o).contains("4"),
+        text(&o).contains("fixture") && text(&o).contains("5"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
+    // An earlier report's values: a row whose mean sits inside the band
+    // with an interval far wider than it (the shape the old rule, a mean
+    // within the tolerance, passed), and a row with a tight interval.
+    let dir = scratch("values-from");
+    let exps = fixture(&dir, MANIFEST);
+    let stored = serde_json::json!({
+        "format": 1,
+        "info": { "command": "tollgate reproduce fixture --seeds 5", "note": "five seeds" },
+        "experiments": [{
+            "name": "fixture",
+            "seeds": 5,
+            "rows": [
+                { "scenario": "twin.toml", "point": null, "metric": "jain",
+                  "values": [[1, 0.99], [2, 0.86], [3, 1.0], [4, 0.9], [5, 0.97]] },
+                { "scenario": "twin.toml", "point": null, "metric": "jain(a, b)",
+                  "values": [[1, 0.5], [2, 0.502], [3, 0.499], [4, 0.501], [5, 0.5]] }
+            ]
+        }]
+    });
+    let file = dir.join("earlier.json");
+    std::fs::write(&file, stored.to_string()).unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "reproduce",
+        "--all",
+        "--no-plots",
+        "--values-from",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&out);
+    let rows = report["experiments"][0]["rows"].as_array().unwrap();
+    // Mean 0.944 in [0.9, 1.0], interval 0.944 ± 0.072: crosses 0.9.
+    assert_eq!(
+        rows[0]["verdict"].as_str(),
+        Some("inconclusive"),
+        "{report}"
+    );
+    let n = rows[0]["seeds_needed"].as_u64().unwrap();
+    assert!(n > 5, "{n}");
+    assert_eq!(rows[1]["verdict"].as_str(), Some("reproduced"), "{report}");
+    // Rows the earlier report did not hold have no data; nothing ran.
+    assert_eq!(rows[2]["verdict"].as_str(), Some("no_data"));
+    assert!(!out.join("fixture/twin").exists(), "a run started");
+    let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
+    assert!(
+        md.contains("written by `tollgate reproduce fixture --seeds 5`; five seeds"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("inconclusive (about {n} seeds would settle it)")),
+        "{md}"
+    );
+    // An experiment the file lacks is refused by name.
+    std::fs::write(&file, r#"{"info":{"command":"x"},"experiments":[]}"#).unwrap();
+    let o = run(&[
+        "reproduce",
+        "fixture",
+        "--values-from",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("no values for experiment `fixture`"),
         "{}",
         text(&o)
     );

@@ -16,8 +16,9 @@
 //! metric = "fairness_ratio"       # see `metric`
 //! baseline = "other.toml"         # optional: metric(scenario) / metric(other), seed by seed
 //! published = 3.85                # or [0.975, 0.988]; leave out: measured only
-//! tolerance = 0.1                 # absolute, or "10%" of the published value
-//! note = "why a difference is expected"
+//! tolerance = 0.1                 # absolute either way, "10%" of the published value, or "1.25x"
+//! note = "what differs in the setup"
+//! evidence = "what explains a difference: an independent simulator's run, a diagnostic run"
 //! ```
 
 use std::collections::BTreeSet;
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::metric::Metric;
+use super::verdict::Bounds;
 use crate::scenario::{self, Plan};
 
 /// Default seeds per run of a full reproduction.
@@ -72,32 +74,66 @@ impl Published {
     }
 }
 
-/// How close ours must be to count as reproduced.
+/// How close ours must be to count as reproduced: with the published number
+/// it gives the band of agreeing values ([`Tolerance::band`]).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum Tolerance {
-    /// An absolute difference, in the metric's unit.
+    /// `0.1`: an absolute difference, in the metric's unit, either way.
     Absolute(f64),
-    /// `"10%"`: a fraction of the published value.
-    Relative(String),
+    /// `"10%"`: a fraction of the published value either way; `"1.25x"`: a
+    /// factor either way (`[p / 1.25, p * 1.25]`, for positive values).
+    Written(String),
 }
 
 impl Tolerance {
-    /// The allowed absolute difference for a published number.
-    pub fn allowed(&self, published: Published) -> Result<f64, String> {
+    /// The band of values that agree with `published`: `[low, high]`
+    /// (a range's band extends from its ends).
+    pub fn band(&self, published: Published) -> Result<[f64; 2], String> {
+        let (a, b) = match published {
+            Published::Value(v) => (v, v),
+            Published::Range([a, b]) => (a, b),
+        };
         match self {
-            Tolerance::Absolute(t) if *t >= 0.0 && t.is_finite() => Ok(*t),
+            Tolerance::Absolute(t) if *t >= 0.0 && t.is_finite() => Ok([a - t, b + t]),
             Tolerance::Absolute(t) => Err(format!("{t}: give a finite number >= 0")),
-            Tolerance::Relative(s) => {
-                let pct = s
-                    .strip_suffix('%')
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-                    .filter(|v| *v >= 0.0 && v.is_finite())
-                    .ok_or_else(|| {
-                        format!("\"{s}\": give a number (absolute) or a percentage such as \"10%\"")
-                    })?;
-                Ok(published.centre().abs() * pct / 100.0)
+            Tolerance::Written(s) => {
+                let number = |x: &str| x.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+                if let Some(pct) = s.strip_suffix('%').and_then(number) {
+                    if pct < 0.0 {
+                        return Err(format!("\"{s}\": give a percentage >= 0"));
+                    }
+                    let f = pct / 100.0;
+                    return Ok([a - a.abs() * f, b + b.abs() * f]);
+                }
+                if let Some(f) = s.strip_suffix('x').and_then(number) {
+                    if f < 1.0 {
+                        return Err(format!(
+                            "\"{s}\": a factor either way is at least 1 (\"1.25x\" means [p / 1.25, p * 1.25])"
+                        ));
+                    }
+                    if a <= 0.0 {
+                        return Err(format!(
+                            "\"{s}\": a factor needs a positive published value; give an absolute tolerance"
+                        ));
+                    }
+                    return Ok([a / f, b * f]);
+                }
+                Err(format!(
+                    "\"{s}\": give a number (absolute), a percentage such as \"10%\" or a factor such as \"1.25x\""
+                ))
             }
+        }
+    }
+
+    /// The tolerance as the report prints it: `±0.1`, `±10 %`, `1.25x`.
+    pub fn text(&self) -> String {
+        match self {
+            Tolerance::Absolute(t) => format!("±{t}"),
+            Tolerance::Written(s) => match s.strip_suffix('%') {
+                Some(p) => format!("±{} %", p.trim()),
+                None => s.clone(),
+            },
         }
     }
 }
@@ -140,6 +176,10 @@ pub struct Row {
     /// Printed under the table (why a difference is expected, what differs
     /// in the setup).
     pub note: Option<String>,
+    /// What explains a difference from the published number: an independent
+    /// simulator's result, a diagnostic run (with where to find it). A row
+    /// that differs without it counts as unexplained.
+    pub evidence: Option<String>,
 }
 
 /// The manifest as written.
@@ -179,8 +219,10 @@ pub struct Experiment {
     pub plans: Vec<Plan>,
     /// Each row's parsed metric.
     pub metrics: Vec<Metric>,
-    /// Each row's allowed absolute difference (with a published number).
-    pub tolerances: Vec<Option<f64>>,
+    /// Each row's band of agreeing values (with a published number).
+    pub bands: Vec<Option<[f64; 2]>>,
+    /// Each row's metric's floor and ceiling in its scenario.
+    pub bounds: Vec<Bounds>,
 }
 
 impl Experiment {
@@ -218,7 +260,8 @@ impl Experiment {
         let mut scenarios: Vec<String> = Vec::new();
         let mut plans: Vec<Plan> = Vec::new();
         let mut metrics = Vec::new();
-        let mut tolerances = Vec::new();
+        let mut bands = Vec::new();
+        let mut bounds = Vec::new();
         for (i, row) in manifest.rows.iter().enumerate() {
             for (field, file) in [
                 ("scenario", Some(&row.scenario)),
@@ -268,14 +311,29 @@ impl Experiment {
                     ))
                 }
             }
-            metrics.push(Metric::parse(&row.metric).map_err(|e| bad(i, "metric", e))?);
-            tolerances.push(match (&row.published, &row.tolerance) {
-                (Some(p), Some(t)) => Some(t.allowed(*p).map_err(|e| bad(i, "tolerance", e))?),
+            let metric = Metric::parse(&row.metric).map_err(|e| bad(i, "metric", e))?;
+            let run = plan
+                .runs
+                .iter()
+                .find(|s| s.sweep_point == row.point)
+                .or(plan.runs.first());
+            bounds.push(run.map_or(Bounds::default(), |s| metric.bounds(s)));
+            metrics.push(metric);
+            if row.evidence.is_some() && row.published.is_none() {
+                return Err(bad(
+                    i,
+                    "evidence",
+                    "given without `published`: evidence explains a difference from a published number"
+                        .into(),
+                ));
+            }
+            bands.push(match (&row.published, &row.tolerance) {
+                (Some(p), Some(t)) => Some(t.band(*p).map_err(|e| bad(i, "tolerance", e))?),
                 (Some(_), None) => {
                     return Err(bad(
                         i,
                         "tolerance",
-                        "missing: a published number needs the tolerance we claim (e.g. 0.1 or \"10%\")"
+                        "missing: a published number needs the tolerance we claim (e.g. 0.1, \"10%\" or \"1.25x\")"
                             .into(),
                     ))
                 }
@@ -303,7 +361,8 @@ impl Experiment {
             scenarios,
             plans,
             metrics,
-            tolerances,
+            bands,
+            bounds,
         })
     }
 

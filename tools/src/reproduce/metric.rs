@@ -20,9 +20,11 @@
 //! A term that is not defined in a run (no such group, a starved flow) makes
 //! the row undefined in that run; the report counts such runs.
 
+use super::verdict::Bounds;
 use crate::campaign::{summary_metrics, RUN_SUMMARY_METRICS};
 use crate::metrics::{fairness_ratio, jain};
 use crate::results::Results;
+use crate::scenario::Scenario;
 
 /// One term.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,6 +113,28 @@ impl Metric {
             return Err(format!("\"{s}\": at most one `/`"));
         }
         Ok(Metric { num, den })
+    }
+
+    /// What the metric can take in scenario `s`: a max/min ratio is at
+    /// least 1; Jain's index and a share at most 1; the time to reach the
+    /// target ratio, measured in `metrics.fairness_window` windows from
+    /// the measurement start, at least one window. A quotient of two terms
+    /// has no bounds.
+    pub fn bounds(&self, s: &Scenario) -> Bounds {
+        if self.den.is_some() {
+            return Bounds::default();
+        }
+        let (floor, ceiling) = match &self.num {
+            Term::Summary(n) if n == "time_to_target_s" => {
+                (Some(s.metrics.fairness_window_s), None)
+            }
+            Term::Summary(n) if n == "fairness_ratio" => (Some(1.0), None),
+            Term::Summary(n) if n == "jain" || n.ends_with(".share") => (None, Some(1.0)),
+            Term::MedianWindowRatio | Term::Ratio(_) => (Some(1.0), None),
+            Term::Jain(_) | Term::Rrmqs("jain" | "jain_real") => (None, Some(1.0)),
+            _ => (None, None),
+        };
+        Bounds { floor, ceiling }
     }
 
     /// The metric in one run; `None` where it is not defined.

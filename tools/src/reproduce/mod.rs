@@ -18,7 +18,7 @@
 use std::collections::hash_map::{Entry, HashMap};
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::campaign::{self, Campaign, RunStatus};
 use crate::results::{self, Results};
@@ -28,9 +28,11 @@ use crate::stats::{mean_ci, MeanCi};
 pub mod manifest;
 pub mod metric;
 mod report;
+pub mod verdict;
 
 pub use manifest::{discover, Experiment, Published, Tolerance};
-pub use report::{write_report, ReportInfo};
+pub use report::{write_report, ReportInfo, ValuesFrom};
+pub use verdict::{verdict, Bounds, Verdict};
 
 /// How to reproduce.
 #[derive(Clone, Debug)]
@@ -129,26 +131,6 @@ fn quick_copy(text: &str, quick: &manifest::Quick) -> anyhow::Result<String> {
     ))
 }
 
-/// Whether a row's number matches the published one.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
-    /// The mean is within the tolerance of the published number.
-    Reproduced,
-    /// It is not: `by` = mean - published (or the nearest end of a range),
-    /// `relative` = that / |published|.
-    Differs {
-        /// Signed difference.
-        by: f64,
-        /// Signed difference relative to the published value.
-        relative: f64,
-    },
-    /// No published number: we only measure.
-    Measured,
-    /// No run defined the metric.
-    NoData,
-}
-
 /// One row of the report.
 #[derive(Clone, Debug, Serialize)]
 pub struct RowResult {
@@ -164,8 +146,10 @@ pub struct RowResult {
     pub metric: String,
     /// Published number.
     pub published: Option<Published>,
-    /// The allowed absolute difference.
-    pub tolerance: Option<f64>,
+    /// The tolerance as written (`±0.1`, `±10 %`, `1.25x`).
+    pub tolerance: Option<String>,
+    /// The band of values that agree with the published number.
+    pub band: Option<[f64; 2]>,
     /// Our mean and 95 % interval over the runs where it is defined.
     pub ours: Option<MeanCi>,
     /// Per seed: (seed, value; `None` where undefined).
@@ -177,26 +161,9 @@ pub struct RowResult {
     pub verdict: Verdict,
     /// The manifest's note.
     pub note: Option<String>,
-}
-
-/// The verdict for a mean against a published number.
-pub fn verdict(published: Option<Published>, tolerance: Option<f64>, mean: Option<f64>) -> Verdict {
-    match (published, mean) {
-        (None, _) => Verdict::Measured,
-        (Some(_), None) => Verdict::NoData,
-        (Some(p), Some(m)) => {
-            let d = p.distance(m);
-            if d <= tolerance.unwrap_or(0.0) + 1e-12 {
-                Verdict::Reproduced
-            } else {
-                let by = if m < p.centre() { -d } else { d };
-                Verdict::Differs {
-                    by,
-                    relative: by / p.centre().abs().max(1e-12),
-                }
-            }
-        }
-    }
+    /// What explains a difference (the manifest's `evidence`); a differing
+    /// row without it is unexplained.
+    pub evidence: Option<String>,
 }
 
 /// A row's value per seed (`None` where the metric is undefined).
@@ -240,55 +207,147 @@ fn per_seed(
     Ok((values, missing))
 }
 
-/// Every row of `exp` from the results under `prepared` (that
-/// experiment's scenarios).
-pub fn evaluate(exp: &Experiment, prepared: &[&Prepared]) -> anyhow::Result<Vec<RowResult>> {
+/// Where the rows' per-seed values come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// The runs under the prepared campaigns (that experiment's scenarios).
+    Runs(&'a [&'a Prepared]),
+    /// The values an earlier `reproduce.json` recorded for the experiment.
+    Stored(&'a StoredExperiment),
+}
+
+/// A `reproduce.json` as far as judging its rows again needs it.
+#[derive(Debug, Deserialize)]
+pub struct StoredReport {
+    /// How it was made.
+    pub info: StoredInfo,
+    /// Its experiments.
+    pub experiments: Vec<StoredExperiment>,
+}
+
+/// A stored report's provenance.
+#[derive(Clone, Debug, Deserialize)]
+pub struct StoredInfo {
+    /// The command that wrote it.
+    pub command: String,
+    /// What the runs were (seeds, timing noise), where the command does not say.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// Where its own values came from, if it was itself judged again: the
+    /// runs' provenance is carried over.
+    #[serde(default)]
+    pub values_from: Option<Box<StoredInfo>>,
+}
+
+/// One experiment of a stored report.
+#[derive(Debug, Deserialize)]
+pub struct StoredExperiment {
+    /// Its name.
+    pub name: String,
+    /// Seeds per run.
+    pub seeds: u64,
+    /// Its rows.
+    pub rows: Vec<StoredRow>,
+}
+
+/// One stored row: the values, found again by scenario, point and metric.
+#[derive(Debug, Deserialize)]
+pub struct StoredRow {
+    /// Scenario file.
+    pub scenario: String,
+    /// Sweep point.
+    pub point: Option<String>,
+    /// The metric as the report writes it.
+    pub metric: String,
+    /// Per seed.
+    pub values: SeedValues,
+    /// Runs without results.
+    #[serde(default)]
+    pub missing: usize,
+}
+
+/// Read a `reproduce.json` for [`Source::Stored`].
+pub fn read_stored(path: &std::path::Path) -> anyhow::Result<StoredReport> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not a reproduce.json `tollgate reproduce` wrote: {e}",
+            path.display()
+        )
+    })
+}
+
+/// The metric as the report writes it: a baseline row's is a quotient.
+fn metric_text(row: &manifest::Row) -> String {
+    match &row.baseline {
+        Some(b) => format!("{} ÷ same in {b}", row.metric),
+        None => row.metric.clone(),
+    }
+}
+
+/// One row's values from the runs: the metric per seed, divided by the
+/// baseline scenario's seed by seed where the row has one.
+fn run_values(
+    exp: &Experiment,
+    prepared: &[&Prepared],
+    cache: &mut ResultsCache,
+    row: &manifest::Row,
+    metric: &metric::Metric,
+) -> anyhow::Result<(SeedValues, usize)> {
+    let (mut values, mut missing) =
+        per_seed(exp, prepared, cache, &row.scenario, &row.point, metric)?;
+    if let Some(base) = &row.baseline {
+        let (b, b_missing) = per_seed(exp, prepared, cache, base, &row.point, metric)?;
+        missing += b_missing;
+        values.retain(|(seed, _)| b.iter().any(|(s, _)| s == seed));
+        for (seed, v) in &mut values {
+            let d = b.iter().find(|(s, _)| s == seed).and_then(|(_, d)| *d);
+            *v = match (*v, d) {
+                (Some(v), Some(d)) if d != 0.0 => Some(v / d),
+                _ => None,
+            };
+        }
+    }
+    Ok((values, missing))
+}
+
+/// Every row of `exp`, its values from `source`, judged by [`verdict`].
+pub fn evaluate(exp: &Experiment, source: Source<'_>) -> anyhow::Result<Vec<RowResult>> {
     let mut rows = Vec::new();
     let mut cache = ResultsCache::new();
-    for ((row, metric), &tolerance) in exp
-        .manifest
-        .rows
-        .iter()
-        .zip(&exp.metrics)
-        .zip(&exp.tolerances)
-    {
-        let (mut values, mut missing) =
-            per_seed(exp, prepared, &mut cache, &row.scenario, &row.point, metric)?;
-        if let Some(base) = &row.baseline {
-            let (b, b_missing) = per_seed(exp, prepared, &mut cache, base, &row.point, metric)?;
-            missing += b_missing;
-            values.retain(|(seed, _)| b.iter().any(|(s, _)| s == seed));
-            for (seed, v) in &mut values {
-                let d = b.iter().find(|(s, _)| s == seed).and_then(|(_, d)| *d);
-                *v = match (*v, d) {
-                    (Some(v), Some(d)) if d != 0.0 => Some(v / d),
-                    _ => None,
-                };
-            }
-        }
+    for (i, (row, metric)) in exp.manifest.rows.iter().zip(&exp.metrics).enumerate() {
+        let text = metric_text(row);
+        let (values, missing) = match source {
+            Source::Runs(prepared) => run_values(exp, prepared, &mut cache, row, metric)?,
+            Source::Stored(stored) => stored
+                .rows
+                .iter()
+                .find(|r| r.scenario == row.scenario && r.point == row.point && r.metric == text)
+                .map_or((Vec::new(), 0), |r| (r.values.clone(), r.missing)),
+        };
         let defined: Vec<f64> = values
             .iter()
             .filter_map(|v| v.1)
             .filter(|v| v.is_finite())
             .collect();
         let ours = mean_ci(&defined);
-        let metric = match &row.baseline {
-            Some(b) => format!("{} ÷ same in {b}", row.metric),
-            None => row.metric.clone(),
-        };
+        let band = exp.bands[i];
         rows.push(RowResult {
             table: row.table.clone(),
             label: row.label.clone(),
             scenario: row.scenario.clone(),
             point: row.point.clone(),
-            metric,
+            metric: text,
             published: row.published,
-            tolerance,
-            verdict: verdict(row.published, tolerance, ours.as_ref().map(|o| o.mean)),
+            tolerance: row.tolerance.as_ref().map(Tolerance::text),
+            band,
+            verdict: verdict(row.published, band, exp.bounds[i], ours.as_ref()),
             ours,
             values,
             missing,
             note: row.note.clone(),
+            evidence: row.evidence.clone(),
         });
     }
     Ok(rows)
@@ -299,41 +358,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn verdicts_follow_the_tolerance_and_ranges() {
-        let v = |p, t, m| verdict(Some(p), Some(t), Some(m));
-        assert_eq!(v(Published::Value(3.85), 0.1, 3.80), Verdict::Reproduced);
-        match v(Published::Value(3.85), 0.1, 4.35) {
-            Verdict::Differs { by, relative } => {
-                assert!((by - 0.5).abs() < 1e-9);
-                assert!((relative - 0.5 / 3.85).abs() < 1e-9);
-            }
-            other => panic!("{other:?}"),
-        }
-        match v(Published::Value(1.08), 0.1, 0.5) {
-            Verdict::Differs { by, .. } => assert!(by < 0.0),
-            other => panic!("{other:?}"),
-        }
-        let range = Published::Range([0.975, 0.988]);
-        assert_eq!(v(range, 0.0, 0.980), Verdict::Reproduced);
-        assert_eq!(v(range, 0.01, 0.970), Verdict::Reproduced);
-        assert!(matches!(v(range, 0.01, 0.95), Verdict::Differs { .. }));
-        assert_eq!(verdict(None, None, Some(1.0)), Verdict::Measured);
+    fn tolerances_are_bands_written_one_way() {
+        let band = |t: Tolerance, p| t.band(p).unwrap();
+        let w = |s: &str| Tolerance::Written(s.into());
         assert_eq!(
-            verdict(Some(Published::Value(1.0)), Some(0.1), None),
-            Verdict::NoData
+            band(Tolerance::Absolute(0.25), Published::Value(1.0)),
+            [0.75, 1.25]
         );
-    }
-
-    #[test]
-    fn relative_tolerances_scale_with_the_published_value() {
-        let t = Tolerance::Relative("10%".into());
-        assert!((t.allowed(Published::Value(50.0)).unwrap() - 5.0).abs() < 1e-9);
-        assert!(Tolerance::Relative("ten".into())
-            .allowed(Published::Value(1.0))
-            .is_err());
+        let [lo, hi] = band(w("10%"), Published::Value(50.0));
+        assert!((lo - 45.0).abs() < 1e-9 && (hi - 55.0).abs() < 1e-9);
+        // "1.25x either way" is [0.8, 1.25] around 1, not ±0.25.
+        let [lo, hi] = band(w("1.25x"), Published::Value(1.0));
+        assert!((lo - 0.8).abs() < 1e-9 && (hi - 1.25).abs() < 1e-9);
+        assert_eq!(
+            band(Tolerance::Absolute(0.01), Published::Range([0.9, 0.95])),
+            [0.89, 0.96]
+        );
+        for bad in ["ten", "-5%", "0.8x"] {
+            assert!(w(bad).band(Published::Value(1.0)).is_err(), "{bad}");
+        }
+        assert!(w("2x").band(Published::Value(-1.0)).is_err());
         assert!(Tolerance::Absolute(-1.0)
-            .allowed(Published::Value(1.0))
+            .band(Published::Value(1.0))
             .is_err());
+        assert_eq!(w("1.25x").text(), "1.25x");
+        assert_eq!(w("3%").text(), "±3 %");
+        assert_eq!(Tolerance::Absolute(0.1).text(), "±0.1");
     }
 
     #[test]

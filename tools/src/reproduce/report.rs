@@ -23,6 +23,21 @@ pub struct ReportInfo {
     pub runs_now: usize,
     /// Runs already finished by an earlier invocation.
     pub runs_before: usize,
+    /// The rows' values were not read from runs but from an earlier report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values_from: Option<ValuesFrom>,
+}
+
+/// Where a report judged again took its values.
+#[derive(Clone, Debug, Serialize)]
+pub struct ValuesFrom {
+    /// The earlier `reproduce.json`, as given.
+    pub path: String,
+    /// The command that wrote it (and so ran the runs).
+    pub command: String,
+    /// What its runs were, where the command does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -38,10 +53,8 @@ struct ExperimentJson<'a> {
 struct ReportJson<'a> {
     format: u32,
     info: &'a ReportInfo,
-    reproduced: usize,
-    differs: usize,
-    no_data: usize,
-    measured: usize,
+    #[serde(flatten)]
+    counts: Counts,
     experiments: Vec<ExperimentJson<'a>>,
 }
 
@@ -88,40 +101,84 @@ impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Verdict::Reproduced => f.write_str("reproduced"),
+            Verdict::Inconclusive { seeds_needed } => match seeds_needed {
+                Some(n) => write!(f, "inconclusive (about {n} seeds would settle it)"),
+                None => f.write_str("inconclusive"),
+            },
             Verdict::Differs { by, relative } => {
                 write!(f, "differs by {} ({:+.0} %)", num(*by), relative * 100.0)
             }
+            Verdict::NotMeasurable { limit } => write!(
+                f,
+                "not measurable at this resolution (the metric's limit is {})",
+                num(*limit)
+            ),
             Verdict::Measured => f.write_str("measured"),
             Verdict::NoData => f.write_str("no data"),
         }
     }
 }
 
-/// Count rows by verdict: (reproduced, differs, no data, measured).
-fn counts<'a>(rows: impl Iterator<Item = &'a RowResult>) -> (usize, usize, usize, usize) {
-    let mut c = (0, 0, 0, 0);
-    for r in rows {
-        match r.verdict {
-            Verdict::Reproduced => c.0 += 1,
-            Verdict::Differs { .. } => c.1 += 1,
-            Verdict::NoData => c.2 += 1,
-            Verdict::Measured => c.3 += 1,
-        }
-    }
-    c
+/// Rows by verdict.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+struct Counts {
+    reproduced: usize,
+    inconclusive: usize,
+    differs_explained: usize,
+    differs_unexplained: usize,
+    not_measurable: usize,
+    no_data: usize,
+    measured: usize,
 }
+
+impl Counts {
+    fn of<'a>(rows: impl Iterator<Item = &'a RowResult>) -> Counts {
+        let mut c = Counts::default();
+        for r in rows {
+            match r.verdict {
+                Verdict::Reproduced => c.reproduced += 1,
+                Verdict::Inconclusive { .. } => c.inconclusive += 1,
+                Verdict::Differs { .. } if r.evidence.is_some() => c.differs_explained += 1,
+                Verdict::Differs { .. } => c.differs_unexplained += 1,
+                Verdict::NotMeasurable { .. } => c.not_measurable += 1,
+                Verdict::NoData => c.no_data += 1,
+                Verdict::Measured => c.measured += 1,
+            }
+        }
+        c
+    }
+
+    fn published(&self) -> usize {
+        self.reproduced
+            + self.inconclusive
+            + self.differs_explained
+            + self.differs_unexplained
+            + self.not_measurable
+            + self.no_data
+    }
+}
+
+/// The rules, as the report states them at the top.
+const RULES: &str = "Each number is the mean over seeds with its 95 % Student-t interval. \
+The published number and the tolerance we claim give a band of agreeing values (`±t`: \
+the value ± t; `±p %`: ± p % of it; `fx`: from the value / f to the value × f; a published \
+range widens by the tolerance at each end). A row is **reproduced** when the whole interval \
+lies inside the band, **differs** when the whole interval lies outside it, and is \
+**inconclusive** when the interval crosses an edge of the band (or one seed gives no \
+interval); then the report says about how many seeds would settle it at the observed spread. \
+A published value beyond what the metric can take in the setup (below its floor, such as a \
+time measured in 1-s windows; above its ceiling) is **not measurable at this resolution**. \
+A differing row is *explained* when it names its evidence (an independent simulator's run, \
+a diagnostic run), else *unexplained*.";
 
 /// The Markdown report.
 fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -> String {
     let mut md = String::new();
-    let (rep, diff, none, meas) = counts(results.iter().flat_map(|r| r.2.iter()));
+    let all = Counts::of(results.iter().flat_map(|r| r.2.iter()));
     let _ = writeln!(md, "# Tollgate reproductions\n");
-    let _ = writeln!(
+    let _ = write!(
         md,
-        "Written by `{}` (tollgate-tools {}){}. {} published rows: **{rep} reproduced, {diff} \
-         differ**{}; {meas} rows measured without a published number. Each number is the mean \
-         over seeds with its 95 % Student-t interval; a row is *reproduced* when the mean is \
-         within the stated tolerance of the published value (or range).\n",
+        "Written by `{}` (tollgate-tools {}){}.",
         info.command,
         info.tollgate_version,
         if info.quick {
@@ -129,25 +186,55 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
         } else {
             ""
         },
-        rep + diff + none,
-        if none > 0 {
-            format!(", {none} without data")
-        } else {
-            String::new()
-        },
+    );
+    if let Some(v) = &info.values_from {
+        let _ = write!(
+            md,
+            " The rows' values are the runs recorded in `{}`, written by `{}`",
+            v.path, v.command
+        );
+        if let Some(n) = &v.note {
+            let _ = write!(md, "; {}", n.trim().trim_end_matches('.'));
+        }
+        md.push('.');
+    }
+    md.push('\n');
+    let _ = writeln!(md, "\n{RULES}\n");
+    let _ = writeln!(
+        md,
+        "{} published rows: **{} reproduced, {} inconclusive, {} differ** ({} explained, {} \
+         unexplained), {} not measurable at this resolution, {} without data; {} rows measured \
+         without a published number.\n",
+        all.published(),
+        all.reproduced,
+        all.inconclusive,
+        all.differs_explained + all.differs_unexplained,
+        all.differs_explained,
+        all.differs_unexplained,
+        all.not_measurable,
+        all.no_data,
+        all.measured,
     );
     let _ = writeln!(
         md,
-        "| experiment | rows | reproduced | differ | no data | measured |\n|---|---:|---:|---:|---:|---:|"
+        "| experiment | rows | reproduced | inconclusive | differ, explained | differ, unexplained | not measurable | no data | measured |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for (exp, _, rows) in results {
-        let (r, d, n, m) = counts(rows.iter());
+        let c = Counts::of(rows.iter());
         let _ = writeln!(
             md,
-            "| [{}](#{}) | {} | {r} | {d} | {n} | {m} |",
+            "| [{}](#{}) | {} | {} | {} | {} | {} | {} | {} | {} |",
             exp.name,
             exp.name,
             rows.len(),
+            c.reproduced,
+            c.inconclusive,
+            c.differs_explained,
+            c.differs_unexplained,
+            c.not_measurable,
+            c.no_data,
+            c.measured,
         );
     }
     for (exp, seeds, rows) in results {
@@ -168,7 +255,7 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
                 }
                 let _ = writeln!(
                     md,
-                    "| row | scenario | metric | published | tolerance | Tollgate | verdict |\n\
+                    "| row | scenario | metric | published | tolerance (band) | Tollgate | verdict |\n\
                      |---|---|---|---:|---:|---:|---|"
                 );
                 table = Some(&r.table);
@@ -182,14 +269,31 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
                 Some(p) => format!("{} ({p})", r.scenario),
                 None => r.scenario.clone(),
             };
+            let tolerance = match (&r.tolerance, r.band) {
+                (Some(t), Some([lo, hi])) => format!("{t} ({}–{})", num(lo), num(hi)),
+                _ => "-".into(),
+            };
+            let mut verdict = match (r.verdict, &r.ours) {
+                (Verdict::Inconclusive { seeds_needed: None }, Some(o)) if o.n >= 2 => format!(
+                    "inconclusive (more than {} seeds would be needed)",
+                    super::verdict::MAX_SEEDS
+                ),
+                (v, _) => v.to_string(),
+            };
+            if matches!(r.verdict, Verdict::Differs { .. }) {
+                match &r.evidence {
+                    Some(e) => {
+                        let _ = write!(verdict, "; explained: {}", e.trim());
+                    }
+                    None => verdict.push_str("; unexplained"),
+                }
+            }
             let _ = writeln!(
                 md,
-                "| {label} | `{scenario}` | `{}` | {} | {} | {} | {} |",
+                "| {label} | `{scenario}` | `{}` | {} | {tolerance} | {} | {verdict} |",
                 r.metric,
                 published_text(r.published),
-                r.tolerance.map_or("-".into(), |t| format!("±{}", num(t))),
                 ours_text(r),
-                r.verdict
             );
         }
         for (i, n) in notes.iter().enumerate() {
@@ -255,17 +359,16 @@ pub fn write_report(
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     if plots {
         for (exp, _, rows) in results {
-            plot(&out.join(&exp.name), exp, rows)?;
+            let dir = out.join(&exp.name);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+            plot(&dir, exp, rows)?;
         }
     }
-    let (reproduced, differs, no_data, measured) = counts(results.iter().flat_map(|r| r.2.iter()));
     let json = ReportJson {
-        format: 1,
+        format: 2,
         info,
-        reproduced,
-        differs,
-        no_data,
-        measured,
+        counts: Counts::of(results.iter().flat_map(|r| r.2.iter())),
         experiments: results
             .iter()
             .map(|(e, seeds, rows)| ExperimentJson {
