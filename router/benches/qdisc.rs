@@ -4,7 +4,7 @@
 //! leaves at once through `Qdisc::enqueue_dequeue`, an uncongested port's
 //! case.
 //!
-//! `CARGO_TARGET_DIR=/work/targets/router cargo bench -p tollgate-router --bench qdisc`
+//! `cargo bench -p tollgate-router --bench qdisc`
 //!
 //! Each discipline runs with its published defaults (Cebinae at a 10 Gbit/s
 //! line rate). Time advances 67.2 ns per packet (64 B at 10 Gbit/s line rate).
@@ -90,8 +90,8 @@ fn bench(c: &mut Criterion) {
     // The uncongested port's case: each packet finds the discipline empty
     // and leaves at once (`Port::receive_and_send` -> `enqueue_dequeue`).
     // The loop repeats the group above on purpose: one helper running both
-    // groups with the step as a closure was tried (2026-11-25) and moved
-    // every figure by 3-4 ns, so neither would compare with earlier runs.
+    // groups with the step as a closure moved every figure by 3-4 ns, so
+    // neither would compare with earlier runs.
     let mut group = c.benchmark_group("pass_through_64B");
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));

@@ -1,7 +1,7 @@
 //! Cebinae: taxing the heaviest flows of a saturated port.
 //!
 //! Source: Yu et al., "Cebinae: Scalable In-network Fairness Augmentation",
-//! SIGCOMM 2022, and its public ns-3 queue disc; algorithms.md section 3.
+//! SIGCOMM 2022, and its public ns-3 queue disc.
 //!
 //! Per egress port there are two drop-tail queues served by strict priority,
 //! *head* and *tail*, whose roles swap every round of `dT`. Flows are in two

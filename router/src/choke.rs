@@ -3,7 +3,7 @@
 //!
 //! Source: Pan, Prabhakar & Psounis, "CHOKe: a stateless active queue
 //! management scheme for approximating fair bandwidth allocation", INFOCOM
-//! 2000; algorithms.md section 5. Structure as in Linux `sch_choke`.
+//! 2000. Structure as in Linux `sch_choke`.
 //!
 //! For each arrival:
 //! 1. update the RED average `avg` ([`RedCore`]);

@@ -1,6 +1,6 @@
 //! Variant classification: which congestion-control variant a packet belongs to.
 //!
-//! DESIGN.md decision 4: a flow's variant travels in the IP DSCP field when
+//! A flow's variant travels in the IP DSCP field when
 //! the sender opts in (the codepoint is the [`VariantId`] of `tollgate-cca`),
 //! or is assigned by router rules on the 5-tuple. The order is:
 //!

@@ -2,9 +2,8 @@
 //!
 //! The limit is in packets, in bytes, or a fraction of the bandwidth-delay
 //! product `BDP = rate * RTT / 8` bytes (the usual way buffers are sized in
-//! the fairness literature: e.g. 20 % BDP in the heterogeneous-TCP demo,
-//! algorithms.md section 7). An arrival that would exceed the limit is dropped
-//! with [`DropReason::Overlimit`].
+//! the fairness literature, e.g. 20 % of the BDP). An arrival that would
+//! exceed the limit is dropped with [`DropReason::Overlimit`].
 //!
 //! With a byte limit the ring is sized for `limit / min_packet_bytes`
 //! packets (64 B minimum Ethernet frames by default), so it never has to grow.

@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | [`packet`] | Ethernet/802.1Q/IPv4/IPv6/UDP/TCP parsing, ECN marking | RFC 791, 8200, 768, 9293, 3168 |
 //! | [`flow`] | seeded 5-tuple hash; [`flow::mix64`] hash mixer | SplitMix64 finaliser (Steele, Lea & Flood 2014) |
-//! | [`classify`] | variant from rules or DSCP | DESIGN.md decision 4 |
+//! | [`classify`] | variant from rules or DSCP | |
 //! | [`qdisc`] | discipline and packet-handle traits, verdicts, counters, config errors | |
 //! | [`ring`] | fixed-capacity FIFO and CHOKe's ring with holes | Linux `sch_choke` |
 //! | [`droptail`] | DropTail (packets, bytes, fraction of BDP) | |

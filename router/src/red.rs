@@ -4,7 +4,7 @@
 //! Avoidance", IEEE/ACM ToN 1993 (the average, the count correction, byte
 //! mode, idle time); Floyd, "Recommendations on using the gentle variant of
 //! RED", 2000; Floyd, Gummadi & Shenker, "Adaptive RED", 2001 (the `max_p`
-//! controller and the automatic parameters). algorithms.md section 4.
+//! controller and the automatic parameters).
 //!
 //! At each arrival, with `q` the instantaneous queue (packets, or bytes in
 //! byte mode):

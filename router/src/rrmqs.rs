@@ -1,7 +1,7 @@
 //! RRMQS: Round-Robin Measuring Queue Set, flow meter and feedback loop.
 //!
 //! Source: L. He, "Ensuring Transport Fairness with Smart Networks", ETH
-//! semester thesis 2020 (seed `rrmqs-thesis.txt`); algorithms.md section 6.
+//! semester thesis, 2020.
 //!
 //! **Queues.** `m + 1` queues: one small measuring queue per configured
 //! variant (at most `C_f` flows and `C_p` packets at any time) and one large
