@@ -30,7 +30,9 @@ mod cli_testbed;
 
 /// Tollgate: run, measure and fix congestion-control unfairness.
 #[derive(Debug, Parser)]
-#[command(name = "tollgate", version, about, long_about = None)]
+// `--version`: the crate version and the git revision it was built from
+// (tools/build.rs).
+#[command(name = "tollgate", version = env!("TOLLGATE_VERSION"), about, long_about = None)]
 struct Cli {
     /// Log more on stderr: -v info, -vv debug, -vvv trace (default: warnings).
     /// `RUST_LOG` (e.g. `RUST_LOG=tollgate_transport=debug`) overrides it.
