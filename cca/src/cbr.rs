@@ -15,9 +15,9 @@
 //! pacing rate stays `rate` (as with BBR, the tax does not reach pacing).
 //!
 //! **Purpose.** Queue disciplines such as CHOKe and Cebinae are meant to
-//! protect responsive flows against a flow that does not back off (issue 12:
-//! "CHOKe and Cebinae protect a kernel TCP flow against an unresponsive flood
-//! at 1.5x the bottleneck"). Because `cbr` is a Tollgate QUIC congestion
+//! protect responsive flows against a flow that does not back off, e.g. a
+//! kernel TCP flow against an unresponsive flood at 1.5x the bottleneck.
+//! Because `cbr` is a Tollgate QUIC congestion
 //! controller, the same scenario line, e.g. `cca = "cbr(rate=150Mbit)"`, runs
 //! in `tollgate sim`, `tollgate load` and `tollgate testbed`, with the same
 //! transport code. QUIC still retransmits lost stream data, so the flow's

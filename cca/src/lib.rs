@@ -22,13 +22,13 @@
 //! | [`yeah`] | YeAH: Scalable/Reno modes, precautionary decongestion | Baiocchi et al., PFLDnet 2007 |
 //! | [`ledbat`] | LEDBAT: scavenger holding queueing delay at a target | RFC 6817 |
 //! | [`bbr`] | BBR v1: max-bandwidth / min-RTT model, pacing, gain cycling | Cardwell et al., ACM Queue 2016 |
-//! | [`cbr`] | CBR: paced at a constant rate, losses ignored (the unresponsive flood of fairness tests) | issue 12 |
+//! | [`cbr`] | CBR: paced at a constant rate, losses ignored (the unresponsive flood of fairness tests) | Tollgate |
 //!
 //! [`classic`] holds small helpers the classic variants share.
 //!
 //! Algorithms are built from spec strings such as `taxed(cubic, tau=0.025)` by
 //! the [`registry`]; see [`registry::ALGORITHMS`] for every name, parameter and
-//! default. [`model`] holds a small deterministic bottleneck model used by the
+//! default, and [`registry::register`] to add an algorithm of your own. [`model`] holds a small deterministic bottleneck model used by the
 //! tests and by `tollgate cca trace`. [`rng`] is the one seeded random
 //! generator (xoshiro256++) that the algorithms, the model, the router and the
 //! transport draw from.

@@ -1,10 +1,84 @@
 //! The registry: every algorithm by name, its parameters and defaults, and
 //! [`build`], which turns a spec string into a boxed algorithm.
 //!
-//! To add an algorithm: give its module a `pub const ALGORITHM: Algorithm`
-//! (name, variant id, one-line summary, source, parameter table, builder) and
-//! list it in [`ALGORITHMS`]. Its defaults then appear in `tollgate cca list`
-//! and every spec string can override its parameters.
+//! An algorithm is an [`Algorithm`] entry: name, variant id, one-line
+//! summary, source, parameter table and builder. The built-in ones are listed
+//! in [`ALGORITHMS`] (their defaults appear in `tollgate cca list`); a program
+//! adds its own at run time with [`register`]. Either way every spec string
+//! can name it and override its parameters, and the transport and the
+//! emulator build it for a connection like any other.
+//!
+//! ## Registering your own algorithm
+//!
+//! A fixed window of `segments` datagrams, never reduced: not a useful
+//! congestion controller, but the smallest complete one.
+//!
+//! ```
+//! use tollgate_cca::registry::{self, Algorithm, Env};
+//! use tollgate_cca::spec::{Kind, Param};
+//! use tollgate_cca::{Ack, CongestionControl, CongestionEvent, Time, VariantId};
+//!
+//! #[derive(Clone, Debug)]
+//! struct FixedWindow {
+//!     window: u64,
+//! }
+//!
+//! impl CongestionControl for FixedWindow {
+//!     fn name(&self) -> &'static str {
+//!         "fixedwindow"
+//!     }
+//!     fn variant(&self) -> VariantId {
+//!         VARIANT
+//!     }
+//!     fn on_ack(&mut self, _now: Time, _ack: &Ack) {}
+//!     fn on_congestion_event(&mut self, _now: Time, _event: &CongestionEvent) {}
+//!     fn on_mtu_change(&mut self, _now: Time, _mss: u64) {}
+//!     fn impose_window(&mut self, _now: Time, window: u64) {
+//!         self.window = self.window.min(window);
+//!     }
+//!     fn window(&self) -> u64 {
+//!         self.window
+//!     }
+//!     fn clone_box(&self) -> Box<dyn CongestionControl> {
+//!         Box::new(self.clone())
+//!     }
+//! }
+//!
+//! /// A base id no built-in algorithm uses (they take 1..=16).
+//! const VARIANT: VariantId = match VariantId::from_dscp(30) {
+//!     Some(id) => id,
+//!     None => panic!(),
+//! };
+//!
+//! static FIXED_WINDOW: Algorithm = Algorithm {
+//!     name: "fixedwindow",
+//!     variant: VARIANT,
+//!     summary: "a constant window, losses ignored",
+//!     source: "example",
+//!     takes_base: false,
+//!     params: &[Param {
+//!         name: "segments",
+//!         kind: Kind::Int { min: 2, max: 100_000 },
+//!         default: "40",
+//!         help: "window in datagrams",
+//!     }],
+//!     build: |args, _base, env: &Env| {
+//!         let window = args.int("segments")? * env.mss;
+//!         Ok(Box::new(FixedWindow { window }))
+//!     },
+//! };
+//!
+//! registry::register(&FIXED_WINDOW)?;
+//! let cca = tollgate_cca::build("fixedwindow(segments=10)", &Env::with_mss(1200))?;
+//! assert_eq!(cca.window(), 12_000);
+//! // Registered algorithms wrap like built-in ones.
+//! let taxed = tollgate_cca::build("taxed(fixedwindow)", &Env::default())?;
+//! assert_eq!(taxed.variant(), VARIANT.taxed());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::sync::RwLock;
 
 use crate::spec::{Args, Param, Spec, SpecError};
 use crate::{CongestionControl, VariantId};
@@ -96,16 +170,134 @@ pub static ALGORITHMS: &[&Algorithm] = &[
     &crate::cbr::ALGORITHM,
 ];
 
-/// The algorithm registered under `name`.
+/// Algorithms added with [`register`], in the order they were added.
+static REGISTERED: RwLock<Vec<&'static Algorithm>> = RwLock::new(Vec::new());
+
+fn registered() -> std::sync::RwLockReadGuard<'static, Vec<&'static Algorithm>> {
+    // The list is only ever pushed to: a panic elsewhere cannot leave it half-written.
+    REGISTERED.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why [`register`] refused an algorithm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegisterError {
+    /// The name is not one a spec string can carry (lower-case ASCII letters,
+    /// digits, `_`, `-`, `+`), or a parameter name is not lower case.
+    InvalidName(String),
+    /// Another algorithm already has this name.
+    NameTaken(&'static str),
+    /// A non-wrapping algorithm's variant id must be a base id in `1..=31`.
+    InvalidVariant(VariantId),
+    /// Another non-wrapping algorithm already has this variant id.
+    VariantTaken {
+        /// The id asked for.
+        variant: VariantId,
+        /// The algorithm that has it.
+        by: &'static str,
+    },
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegisterError::InvalidName(name) => write!(
+                f,
+                "`{name}` cannot be used in a spec string: use lower-case ASCII letters, digits, `_`, `-` or `+`"
+            ),
+            RegisterError::NameTaken(name) => {
+                write!(f, "an algorithm named `{name}` is already registered")
+            }
+            RegisterError::InvalidVariant(id) => write!(
+                f,
+                "variant id {} is not a base id (1..=31)",
+                id.get()
+            ),
+            RegisterError::VariantTaken { variant, by } => {
+                write!(f, "variant id {} is already used by `{by}`", variant.get())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RegisterError {}
+
+fn spec_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' || c == '+'
+        })
+}
+
+/// Add an algorithm defined outside this crate, for the rest of the process:
+/// from then on [`build`] (and so the transport's connection options, the
+/// emulator's scenarios and `taxed(...)` wrappers) accepts its name. See the
+/// [module documentation](self) for a complete example.
+///
+/// The name must be new and fit a spec string; a non-wrapping algorithm's
+/// variant id (its DSCP codepoint when flows are marked) must be a base id
+/// (`1..=31`) that no other algorithm uses: built-in ids are stable and never
+/// reused, and `1..=16` are taken. The instances the builder returns should
+/// report the same id from [`CongestionControl::variant`]: that, not the
+/// entry, is what marks packets. Registering the same entry again is a
+/// no-op, so tests and examples may each register it.
+pub fn register(algorithm: &'static Algorithm) -> Result<(), RegisterError> {
+    let mut list = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if list.iter().any(|a| std::ptr::eq(*a, algorithm)) {
+        return Ok(());
+    }
+    if !spec_name(algorithm.name) {
+        return Err(RegisterError::InvalidName(algorithm.name.to_string()));
+    }
+    if let Some(p) = algorithm.params.iter().find(|p| !spec_name(p.name)) {
+        return Err(RegisterError::InvalidName(p.name.to_string()));
+    }
+    let existing = || ALGORITHMS.iter().chain(list.iter());
+    if let Some(a) = existing().find(|a| a.name == algorithm.name) {
+        return Err(RegisterError::NameTaken(a.name));
+    }
+    if !algorithm.takes_base {
+        let id = algorithm.variant;
+        if id == VariantId::UNMARKED || id.is_taxed() {
+            return Err(RegisterError::InvalidVariant(id));
+        }
+        if let Some(a) = existing().find(|a| !a.takes_base && a.variant == id) {
+            return Err(RegisterError::VariantTaken {
+                variant: id,
+                by: a.name,
+            });
+        }
+    }
+    list.push(algorithm);
+    Ok(())
+}
+
+/// Every algorithm: the built-in [`ALGORITHMS`], then those added with
+/// [`register`].
+pub fn algorithms() -> Vec<&'static Algorithm> {
+    ALGORITHMS
+        .iter()
+        .copied()
+        .chain(registered().iter().copied())
+        .collect()
+}
+
+/// The algorithm registered under `name` (built in or added with [`register`]).
 pub fn find(name: &str) -> Option<&'static Algorithm> {
-    ALGORITHMS.iter().copied().find(|a| a.name == name)
+    ALGORITHMS
+        .iter()
+        .copied()
+        .find(|a| a.name == name)
+        .or_else(|| registered().iter().copied().find(|a| a.name == name))
 }
 
 /// The registry name of a (base) variant id.
 pub fn name_of_variant(id: VariantId) -> Option<&'static str> {
+    let base = |a: &&Algorithm| a.variant == id && !a.takes_base;
     ALGORITHMS
         .iter()
-        .find(|a| a.variant == id && !a.takes_base)
+        .copied()
+        .find(base)
+        .or_else(|| registered().iter().copied().find(base))
         .map(|a| a.name)
 }
 
@@ -124,7 +316,7 @@ fn build_parsed(
         spec: whole.to_string(),
         part: spec.name.clone(),
         message: "unknown congestion-control algorithm".into(),
-        valid: ALGORITHMS.iter().map(|a| a.name.to_string()).collect(),
+        valid: algorithms().iter().map(|a| a.name.to_string()).collect(),
     })?;
     let args = Args::new(algorithm.name, algorithm.params, spec, whole)?;
     let base = match (algorithm.takes_base, spec.positional.as_slice()) {
@@ -138,7 +330,7 @@ fn build_parsed(
                     "{} wraps exactly one base algorithm, e.g. {}(newreno)",
                     algorithm.name, algorithm.name
                 ),
-                valid: ALGORITHMS
+                valid: algorithms()
                     .iter()
                     .filter(|a| !a.takes_base)
                     .map(|a| a.name.to_string())
@@ -215,6 +407,74 @@ mod tests {
                 );
             }
         }
+    }
+
+    static EXTRA: Algorithm = Algorithm {
+        name: "extra-newreno",
+        variant: match VariantId::from_dscp(31) {
+            Some(id) => id,
+            None => panic!(),
+        },
+        summary: "NewReno under another name",
+        source: "test",
+        takes_base: false,
+        params: crate::newreno::ALGORITHM.params,
+        build: crate::newreno::ALGORITHM.build,
+    };
+
+    #[test]
+    fn registered_algorithms_build_by_name_and_refuse_clashes() {
+        register(&EXTRA).unwrap();
+        register(&EXTRA).unwrap();
+        assert_eq!(find("extra-newreno").map(|a| a.name), Some("extra-newreno"));
+        assert_eq!(name_of_variant(EXTRA.variant), Some("extra-newreno"));
+        assert!(algorithms().iter().any(|a| a.name == "extra-newreno"));
+        let env = Env::default();
+        // The builder is NewReno's: the algorithm reports NewReno's id.
+        let cca = build("taxed(extra-newreno(beta=0.7))", &env).unwrap();
+        assert_eq!(cca.variant(), VariantId::NEWRENO.taxed());
+        assert!(build("nosuch", &env)
+            .unwrap_err()
+            .to_string()
+            .contains("extra-newreno"));
+
+        static SAME_NAME: Algorithm = Algorithm {
+            variant: VariantId::CBR,
+            ..crate::newreno::ALGORITHM
+        };
+        assert_eq!(
+            register(&SAME_NAME),
+            Err(RegisterError::NameTaken("newreno"))
+        );
+        static SAME_ID: Algorithm = Algorithm {
+            name: "mine",
+            ..crate::cubic::ALGORITHM
+        };
+        assert_eq!(
+            register(&SAME_ID),
+            Err(RegisterError::VariantTaken {
+                variant: VariantId::CUBIC,
+                by: "cubic"
+            })
+        );
+        static TAXED_ID: Algorithm = Algorithm {
+            name: "mine",
+            variant: VariantId::CUBIC.taxed(),
+            ..crate::cubic::ALGORITHM
+        };
+        assert!(matches!(
+            register(&TAXED_ID),
+            Err(RegisterError::InvalidVariant(_))
+        ));
+        static UPPER: Algorithm = Algorithm {
+            name: "Mine",
+            ..crate::cubic::ALGORITHM
+        };
+        assert!(matches!(
+            register(&UPPER),
+            Err(RegisterError::InvalidName(_))
+        ));
+        assert!(find("mine").is_none());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Stable numeric variant ids.
 //!
-//! A flow's CCA variant can travel in the 6-bit IP DSCP field (DESIGN.md,
-//! decision 4), so ids are small, stable numbers, never reused:
+//! A flow's CCA variant can travel in the 6-bit IP DSCP field, so a router
+//! can classify flows by variant; ids are small, stable numbers, never reused:
 //!
 //! - `0` means "unmarked" (DSCP 0 is ordinary best-effort traffic);
 //! - base algorithms use `1..=31`;

@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! cargo run --release -p tollgate-transport --example bulk_server -- \
-//!     --listen 127.0.0.1:4433 --cca cubic --mark-dscp --write-cert /tmp/tollgate-cert.pem
+//!     --listen 127.0.0.1:4433 --cca cubic --mark-dscp
 //! ```
 //!
 //! Without `--cert`/`--key` a self-signed certificate for `localhost` is
-//! generated and written to `--write-cert` for the client's `--ca`.
+//! generated and written to `--write-cert` (default
+//! `/tmp/tollgate-bulk-cert.pem`, where `bulk_client --ca` looks by default).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

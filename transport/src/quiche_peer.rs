@@ -19,8 +19,8 @@
 //!
 //! Each peer owns one non-blocking UDP socket (bound through [`crate::udp::bind`]
 //! for the same 8 MiB socket buffers) and a mio poll, on one thread. quiche reads
-//! the clock itself (one reason it is not Tollgate's state machine, see
-//! DESIGN.md decision 1), so these peers run in real time only, never in the
+//! the clock itself (one reason it is not Tollgate's state machine: the
+//! emulator must drive time), so these peers run in real time only, never in the
 //! emulator's virtual time. Packets are sent as soon as quiche produces them
 //! (quiche's `SendInfo::at` pacing hint is ignored, as in quiche's own
 //! examples); datagrams are read in batches, then quiche is asked for
