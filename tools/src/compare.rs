@@ -19,6 +19,7 @@
 
 use std::fmt::Write as _;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::results::{clip, Results};
@@ -28,18 +29,21 @@ use crate::results::{clip, Results};
 pub const TIE: f64 = 0.05;
 
 /// One summary metric across the runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct MetricRow {
-    /// Metric name as printed.
+    /// Metric name as printed; it gives the unit (`total goodput Mbit/s`,
+    /// `time to target ratio s`); Jain's index, the fairness ratio and the
+    /// utilization have none.
     pub metric: String,
-    /// Its value per run (`None`: not defined for that run).
+    /// Its value per run, in the metric's unit (`None`: not defined for that
+    /// run).
     pub values: Vec<Option<f64>>,
 }
 
 /// One flow across the runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct FlowRow {
-    /// Flow id.
+    /// Flow id (0-based).
     pub id: usize,
     /// Group name in the reference run.
     pub group: String,
@@ -50,16 +54,17 @@ pub struct FlowRow {
 }
 
 /// How a run's flow ranking compares with the reference's.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Ordering {
-    /// Flow pairs compared (both flows present in both runs, not tied).
+    /// Number of flow pairs compared (both flows present in both runs, not
+    /// tied).
     pub pairs: usize,
-    /// Pairs ranked the other way round.
+    /// Number of pairs ranked the other way round.
     pub discordant: usize,
 }
 
-/// Runs side by side.
-#[derive(Clone, Debug, Serialize)]
+/// `compare.json`: runs side by side (`tollgate compare`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Comparison {
     /// A label per run, the reference first.
     pub labels: Vec<String>,

@@ -27,6 +27,9 @@ mod cli_pool;
 mod cli_reproduce;
 mod cli_sim;
 mod cli_testbed;
+// docs/man/ and docs/schema/, checked against the code (tests only).
+#[cfg(test)]
+mod generated_docs;
 
 /// Tollgate: run, measure and fix congestion-control unfairness.
 #[derive(Debug, Parser)]

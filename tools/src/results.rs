@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tollgate_cca::StatValue;
 use tollgate_router::DropReason;
@@ -17,10 +18,11 @@ use crate::metrics::{fairness_ratio, jain, time_to_ratio};
 use crate::scenario::Scenario;
 use crate::sim::RunData;
 
-/// Everything about one run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// `results.json`: everything one run measured (`tollgate sim`, `load`,
+/// `testbed`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
-    /// Format version of this file.
+    /// Format version of this file (an integer; 1).
     pub format: u32,
     /// `tollgate-tools` version.
     pub tollgate_version: String,
@@ -28,7 +30,7 @@ pub struct Results {
     pub scenario: String,
     /// Sweep point (`param=value`), if any.
     pub sweep_point: Option<String>,
-    /// Seed.
+    /// Seed of the run's pseudo-random numbers (an integer, no unit).
     pub seed: u64,
     /// The run was stopped (Ctrl-C, SIGTERM) before the scenario's duration;
     /// every metric covers the time up to `reached_s` only.
@@ -38,7 +40,8 @@ pub struct Results {
     /// files written before this field existed).
     #[serde(default)]
     pub reached_s: f64,
-    /// The fully resolved scenario.
+    /// The scenario as the run resolved it, every default filled in; the
+    /// keys name their units (`_s` seconds, `_bps` bit/s, `_bytes` bytes).
     pub config: serde_json::Value,
     /// Headline numbers.
     pub summary: Summary,
@@ -60,8 +63,9 @@ pub struct Results {
     /// `tollgate testbed`: packets lost outside the router's disciplines
     /// (veths, the router's AF_PACKET rings and devices, host sockets),
     /// by where. Not empty: the machine could not carry the scenario
-    /// exactly, and the fairness numbers are withheld
-    /// ([`Results::withhold_fairness`]).
+    /// exactly, and the fairness numbers (Jain's index, the fairness ratio,
+    /// the time to the target ratio) are withheld as `null`
+    /// ([`Results::withhold_fairness`]). Each entry: (where, packets).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outside_losses: Vec<(String, u64)>,
 }
@@ -102,13 +106,14 @@ impl Results {
 }
 
 /// Headline numbers over the measurement window.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Discipline.
     pub discipline: String,
-    /// Bottleneck rate, Mbit/s.
+    /// Bottleneck rate, Mbit/s (0 when the run has none).
     pub bottleneck_mbps: f64,
-    /// Simulated seconds.
+    /// The scenario's duration, s (simulated time; wall-clock time for real
+    /// runs).
     pub duration_s: f64,
     /// Measurement window start (all long-lived flows active), s.
     pub measure_from_s: f64,
@@ -117,62 +122,69 @@ pub struct Summary {
     /// absent).
     #[serde(default)]
     pub window_empty: bool,
-    /// Flows in the fairness metrics (long-lived; all flows if none is).
+    /// Number of flows in the fairness metrics (the long-lived ones; all
+    /// flows if none is).
     pub fairness_flows: usize,
-    /// Jain's index over the measured flows' goodput.
+    /// Jain's fairness index over the measured flows' goodput (no unit;
+    /// 1/n to 1, 1 is equal shares).
     pub jain: Option<f64>,
-    /// Max / min goodput.
+    /// Largest over smallest goodput of the measured flows (no unit; 1 is
+    /// equal shares; `null` when a flow got none).
     pub fairness_ratio: Option<f64>,
-    /// Target ratio for `time_to_target_s`.
+    /// Fairness ratio `time_to_target_s` waits for (no unit).
     pub target_fairness_ratio: f64,
-    /// Time from `measure_from_s` until the windowed ratio reaches the target and holds.
+    /// Time from `measure_from_s` until the windowed fairness ratio reaches
+    /// the target and holds, s (`null`: never).
     pub time_to_target_s: Option<f64>,
     /// Sum of all flows' goodput in the window, Mbit/s.
     pub total_goodput_mbps: f64,
-    /// Mean utilization of the forward bottleneck ports (wire bytes / capacity).
+    /// Mean utilization of the forward bottleneck ports: wire bytes over
+    /// capacity in the window (a fraction, 0 to 1).
     pub utilization: f64,
-    /// Datagrams sent by all hosts.
+    /// Datagrams sent by all hosts (packets).
     pub packets: u64,
-    /// Engine events.
+    /// Events the emulator processed (a count; 0 for real runs).
     pub events: u64,
 }
 
 /// One flow.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct FlowResult {
-    /// Index.
+    /// Flow id, 0-based, in the scenario's order.
     pub id: usize,
     /// Group name.
     pub group: String,
-    /// CCA spec.
+    /// CCA spec, as in the scenario (`cubic`, `libra(capacity=100Mbit)`, `tcp:cubic`, ...).
     pub cca: String,
-    /// Variant id.
+    /// Variant id: the DSCP codepoint the flow's packets carry (0-63; 32
+    /// added for a taxed variant).
     pub variant: u8,
     /// Variant name.
     pub variant_name: String,
     /// Base RTT, ms.
     pub rtt_ms: f64,
-    /// Start, s.
+    /// Start time, s.
     pub start_s: f64,
     /// Size (bytes) or `None` (unbounded).
     pub size_bytes: Option<u64>,
-    /// Reverse direction.
+    /// The flow runs in the reverse direction.
     pub reverse: bool,
     /// Counted in the fairness metrics.
     pub long_lived: bool,
     /// Goodput over the measurement window, Mbit/s.
     pub goodput_mbps: f64,
-    /// Bytes received in total.
+    /// Bytes the receiver got in total, bytes.
     pub bytes: u64,
     /// Flow completion time (sized flows), s.
     pub completion_s: Option<f64>,
-    /// Drops by reason at router ports.
+    /// Packets of this flow dropped at router ports, by reason: (reason,
+    /// packets).
     pub drops: Vec<(String, u64)>,
-    /// Drops at the rate-capped access link.
+    /// Packets dropped at the rate-capped access link.
     pub access_drops: u64,
-    /// Packets the sender declared lost.
+    /// Packets the sender declared lost (packets).
     pub lost_packets: u64,
-    /// Datagrams the sender sent.
+    /// Datagrams the sender sent (packets).
     pub sent_packets: u64,
     /// UDP payload bytes the sender sent, retransmissions included (QUIC
     /// flows; `None` for kernel TCP and quiche flows and in files written
@@ -182,11 +194,12 @@ pub struct FlowResult {
     pub sent_bytes: Option<u64>,
     /// Smoothed RTT at the end, ms.
     pub srtt_ms: Option<f64>,
-    /// RTT percentiles p50 / p99, ms.
+    /// Median RTT sample, ms.
     pub rtt_p50_ms: Option<f64>,
     /// p99 RTT, ms.
     pub rtt_p99_ms: Option<f64>,
-    /// Final CCA statistics (window, details such as Libra's capacity source).
+    /// Final CCA statistics as (name, value) text pairs, the unit in the name
+    /// or the value (window, details such as Libra's capacity source).
     pub cca_stats: Vec<(String, String)>,
     /// Error, if the flow failed.
     pub error: Option<String>,
@@ -207,39 +220,39 @@ pub struct FlowResult {
 }
 
 /// Aggregate of a set of flows (a variant or a group).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct GroupResult {
     /// Name.
     pub name: String,
-    /// Flows.
+    /// Number of flows.
     pub flows: usize,
     /// Sum of goodput, Mbit/s.
     pub goodput_mbps: f64,
     /// Mean per flow, Mbit/s.
     pub mean_mbps: f64,
-    /// Share of all goodput.
+    /// Share of all flows' goodput (a fraction, 0 to 1).
     pub share: f64,
-    /// Jain's index within the set.
+    /// Jain's index within the set (no unit; 1/n to 1).
     pub jain: Option<f64>,
 }
 
 /// Queueing-delay percentiles, ms.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct DelayPercentiles {
-    /// Median.
+    /// Median, ms.
     pub p50: f64,
-    /// 90th.
+    /// 90th percentile, ms.
     pub p90: f64,
-    /// 99th.
+    /// 99th percentile, ms.
     pub p99: f64,
-    /// Max.
+    /// Maximum, ms.
     pub max: f64,
-    /// Mean.
+    /// Mean, ms.
     pub mean: f64,
 }
 
 /// One router port.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PortResult {
     /// `fwd1`, `rev1`, ...
     pub name: String,
@@ -249,22 +262,23 @@ pub struct PortResult {
     pub received: u64,
     /// Packets transmitted.
     pub transmitted: u64,
-    /// Drops by reason.
+    /// Packets dropped, by reason: (reason, packets).
     pub dropped: Vec<(String, u64)>,
-    /// ECN-marked.
+    /// Packets ECN-marked.
     pub marked: u64,
-    /// Inside the port at the end.
+    /// Packets inside the port at the end.
     pub in_flight: u64,
     /// `received == transmitted + dropped + in_flight`.
     pub accounting_exact: bool,
-    /// Utilization over the measurement window.
+    /// Utilization over the measurement window: wire bytes over capacity (a
+    /// fraction, 0 to 1).
     pub utilization: f64,
     /// Queueing delay of transmitted packets (HdrHistogram), ms.
     pub queue_delay_ms: Option<DelayPercentiles>,
 }
 
 /// Time series, one point per sample.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Series {
     /// Sample times, s.
     pub t_s: Vec<f64>,
@@ -275,45 +289,52 @@ pub struct Series {
     /// reports none). Empty when no flow's CCA reports one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flow_capacity_mbps: Vec<Vec<Option<f64>>>,
-    /// Jain's index over the fairness window ending at each sample (long-lived flows active for the whole window).
+    /// Jain's index over the fairness window ending at each sample (no unit;
+    /// long-lived flows active for the whole window).
     pub jain: Vec<Option<f64>>,
-    /// Fairness ratio over the same window.
+    /// Fairness ratio over the same window (no unit).
     pub fairness_ratio: Vec<Option<f64>>,
     /// Per port: queue length, packets.
     pub queue_packets: Vec<Vec<u32>>,
     /// Per port: mean queueing delay of packets sent in the interval, ms.
     pub queue_delay_ms: Vec<Vec<f64>>,
-    /// Cebinae (first forward port): number of top flows per sample.
+    /// Cebinae (first forward port): number of top flows per sample (flows).
     pub cebinae_top_flows: Vec<u32>,
-    /// Cebinae: per flow, fraction of samples in the measurement window it was a top flow.
+    /// Cebinae: per flow, the fraction of samples in the measurement window
+    /// it was a top flow (0 to 1).
     pub cebinae_top_fraction: Vec<f64>,
     /// Cebinae: installed top-class rate per sample, Mbit/s.
     pub cebinae_top_rate_mbps: Vec<f64>,
 }
 
 /// One RRMQS meter window.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RrmqsWindow {
     /// Window end, s.
     pub end_s: f64,
-    /// Per variant: (name, measured index i = v/v', real index, feedback).
+    /// Per variant: (name, measured index i = v/v', real index, feedback);
+    /// the indexes have no unit.
     pub variants: Vec<(String, Option<f64>, Option<f64>, String)>,
-    /// Measured J(V, V').
+    /// Measured J(V, V') (no unit).
     pub jain: Option<f64>,
-    /// Real J from the per-flow bytes.
+    /// Real J from the per-flow bytes (no unit).
     pub jain_real: Option<f64>,
+    /// Per variant, in the order of `variants`: the meter's `v` and `v'`
+    /// (main-queue and measuring-queue packets per flow per second).
+    #[serde(default)]
+    pub rates: Vec<(Option<f64>, Option<f64>)>,
 }
 
 /// RRMQS summary.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RrmqsResult {
     /// Windows (first forward port).
     pub windows: Vec<RrmqsWindow>,
-    /// Mean measured J over windows in the measurement period.
+    /// Mean measured J over windows in the measurement period (no unit).
     pub mean_jain: Option<f64>,
-    /// Mean real J.
+    /// Mean real J (no unit).
     pub mean_jain_real: Option<f64>,
-    /// min(J_measure, J_real) / max(...) of the means.
+    /// min(J_measure, J_real) / max(...) of the means (a fraction, 0 to 1).
     pub accuracy: Option<f64>,
 }
 
@@ -633,6 +654,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
                         } else {
                             None
                         },
+                        rates: w.variants.iter().map(|v| (v.v, v.v_prime)).collect(),
                     }
                 })
                 .collect();

@@ -7,6 +7,7 @@
 //! standard deviation (n-1 in the denominator) and the t quantile from
 //! `statrs`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -14,20 +15,22 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 pub const CONFIDENCE: f64 = 0.95;
 
 /// The mean of a metric over runs, with its 95 % confidence interval.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MeanCi {
-    /// Number of values.
+    /// Number of values (runs).
     pub n: usize,
-    /// Arithmetic mean.
+    /// Arithmetic mean, in the metric's unit.
     pub mean: f64,
-    /// Sample standard deviation (n-1 in the denominator); `None` for n = 1.
+    /// Sample standard deviation (n-1 in the denominator), in the metric's
+    /// unit; `None` for n = 1.
     pub sd: Option<f64>,
-    /// Half-width of the 95 % interval, `t(0.975, n-1) · sd / √n`; `None`
-    /// for n = 1 (one value says nothing about the spread).
+    /// Half-width of the 95 % interval, `t(0.975, n-1) · sd / √n`, in the
+    /// metric's unit; `None` for n = 1 (one value says nothing about the
+    /// spread).
     pub half_width: Option<f64>,
-    /// Lower end of the interval (`mean - half_width`).
+    /// Lower end of the interval (`mean - half_width`), in the metric's unit.
     pub ci95_low: Option<f64>,
-    /// Upper end of the interval (`mean + half_width`).
+    /// Upper end of the interval (`mean + half_width`), in the metric's unit.
     pub ci95_high: Option<f64>,
 }
 

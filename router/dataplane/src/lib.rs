@@ -9,6 +9,7 @@
 //! | [`ffi`] | hand-written declarations of DPDK and of the C shim (`csrc/shim.c`) |
 //! | [`eal`] | EAL init with operator hints, mbuf pool, ports, TSC clock |
 //! | [`mbuf`] | owned mbufs, the `Pkt` packet handle, RX/TX bursts |
+//! | [`cli`] | the command line of `tollgate-router` (clap) |
 //! | [`config`] | `router.toml` (serde, unknown fields rejected) |
 //! | [`dataplane`] | the RX -> classify -> delay -> qdisc -> shaper -> TX loop |
 //! | [`pipeline`] | the multi-core mode: RX/classify workers, rings, one scheduler lcore per egress |
@@ -25,13 +26,15 @@
 //! which has none of those.
 //!
 //! Without the cargo feature `dpdk` only [`config`] (the `router.toml`
-//! schema, pure Rust) is compiled, so the workspace builds on machines
-//! without libdpdk-dev and other crates can check router configurations.
+//! schema, pure Rust) and [`cli`] (the binary's options) are compiled, so
+//! the workspace builds on machines without libdpdk-dev, other crates can
+//! check router configurations and the man page can be generated.
 
 // Without `dpdk` the table above links to modules that are not compiled:
 // `cargo doc` without the feature documents `config` alone, not an error.
 #![cfg_attr(not(feature = "dpdk"), allow(rustdoc::broken_intra_doc_links))]
 
+pub mod cli;
 pub mod config;
 #[cfg(feature = "dpdk")]
 pub mod dataplane;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{read_plan_file, run_status, PlanFile, RunStatus, MERGED_FILE, PLAN_FILE};
@@ -20,13 +21,13 @@ use crate::results::{self, Results};
 use crate::stats::{mean_ci, MeanCi, CONFIDENCE};
 
 /// A run without complete results.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct MissingRun {
-    /// Run index.
+    /// Run index (0-based, `tollgate sim --run-index`).
     pub index: usize,
     /// Its sweep point (`param=value`), if any.
     pub point: Option<String>,
-    /// Seed.
+    /// Seed (an integer, no unit).
     pub seed: u64,
     /// Directory relative to the campaign directory.
     pub dir: String,
@@ -35,10 +36,10 @@ pub struct MissingRun {
 }
 
 /// One metric of one sweep point over its finished runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct MetricStats {
-    /// Runs in which the metric was not defined (e.g. a fairness ratio with
-    /// a starved flow, a time to ratio never reached).
+    /// Number of runs in which the metric was not defined (e.g. a fairness
+    /// ratio with a starved flow, a time to ratio never reached).
     pub undefined: usize,
     /// Mean and interval over the runs where it was (absent if none).
     #[serde(flatten)]
@@ -46,7 +47,7 @@ pub struct MetricStats {
 }
 
 /// Statistics of one sweep point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PointStats {
     /// Directory label.
     pub label: String,
@@ -54,11 +55,14 @@ pub struct PointStats {
     pub point: Option<String>,
     /// The swept value as written, if any.
     pub value: Option<String>,
-    /// Runs of this point in the plan.
+    /// Number of runs of this point in the plan.
     pub runs: usize,
-    /// Runs with complete results, the ones the statistics are over.
+    /// Number of runs with complete results, the ones the statistics are
+    /// over.
     pub finished: usize,
-    /// Every summary metric, by name.
+    /// Every summary metric, by name. The name gives the unit: `_mbps`
+    /// Mbit/s, `_s` seconds, `_ms` milliseconds, `.drops` packets; `jain`,
+    /// `fairness_ratio`, `utilization` and `.share` have none.
     pub metrics: BTreeMap<String, MetricStats>,
     /// Metric names in the order the results give them (for the table).
     #[serde(skip)]
@@ -66,33 +70,40 @@ pub struct PointStats {
 }
 
 /// One finished run in `campaign.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 struct RunSummary {
+    /// Run index (0-based, `tollgate sim --run-index`).
     index: usize,
+    /// Its sweep point (`param=value`), if any.
     point: Option<String>,
+    /// Seed (an integer, no unit).
     seed: u64,
+    /// Directory relative to the campaign directory.
     dir: String,
+    /// Every summary metric by name, `null` where not defined; units as
+    /// in [`PointStats::metrics`].
     metrics: BTreeMap<String, Option<f64>>,
 }
 
-/// The merged campaign.
-#[derive(Clone, Debug, Serialize)]
+/// `campaign.json`: the merged campaign (`tollgate campaign merge`, or
+/// `tollgate sim` with several seeds).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Merged {
-    /// Format version.
+    /// Format version of this file (an integer; 1).
     pub format: u32,
     /// Scenario name.
     pub scenario: String,
     /// `tollgate-tools` version that merged.
     pub tollgate_version: String,
-    /// Hash of the resolved plan.
+    /// Hash of the resolved plan (SHA-256, hex).
     pub plan_hash: String,
     /// The swept parameter, if any.
     pub sweep_param: Option<String>,
-    /// Confidence level of the intervals.
+    /// Confidence level of the intervals (a fraction; 0.95).
     pub confidence: f64,
-    /// Runs in the plan.
+    /// Number of runs in the plan.
     pub runs_planned: usize,
-    /// Runs with complete results.
+    /// Number of runs with complete results.
     pub runs_finished: usize,
     /// Runs without complete results (not in the statistics).
     pub missing: Vec<MissingRun>,

@@ -7,10 +7,11 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The run's environment.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Environment {
     /// `tollgate serve`, `load` or `testbed`.
     pub tool: String,
@@ -22,7 +23,7 @@ pub struct Environment {
     pub kernel: Option<String>,
     /// CPU model.
     pub cpu_model: Option<String>,
-    /// Logical CPUs available to this process.
+    /// Logical CPUs available to this process (a count).
     pub cpus: usize,
     /// The kernel's clock source (tsc, hpet, kvm-clock, ...).
     pub clock_source: Option<String>,
@@ -39,7 +40,7 @@ pub struct Environment {
 }
 
 /// A network interface.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Interface {
     /// Name, e.g. `eth0`, `lo`.
     pub name: String,
