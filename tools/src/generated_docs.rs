@@ -77,7 +77,29 @@ fn schema_text(file: &str, mut schema: schemars::Schema) -> String {
     schema.insert("title".into(), file.into());
     let mut value = schema.to_value();
     descriptions(&mut value);
-    serde_json::to_string_pretty(&value).expect("a schema serializes") + "\n"
+    serde_json::to_string_pretty(&sorted(value)).expect("a schema serializes") + "\n"
+}
+
+/// `value` with the keys of every object in sorted order, whether or not
+/// serde_json preserves insertion order in this build.
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|(a, _), (b, _)| a.cmp(b));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(items) => items.into_iter().map(sorted).collect(),
+        other => other,
+    }
+}
+
+/// A schema file as compared: parsed and printed again with sorted keys,
+/// so only its content counts (the text itself when it is not JSON).
+fn canonical_json(text: &str) -> String {
+    serde_json::from_str(text)
+        .map(|value| serde_json::to_string_pretty(&sorted(value)).expect("JSON serializes"))
+        .unwrap_or_else(|_| text.to_string())
 }
 
 /// Every `description` in `value` rewritten by [`description`].
@@ -244,7 +266,7 @@ fn schemas_match_the_types() {
         &docs().join("schema"),
         ".schema.json",
         &schemas(),
-        str::to_string,
+        canonical_json,
     );
 }
 
