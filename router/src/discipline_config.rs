@@ -256,10 +256,14 @@ pub struct RrmqsKeys {
     pub window: Option<String>,
     /// Apply the feedback loop. Default true.
     pub feedback: Option<bool>,
-    /// Drop above this index. Default 1.2.
+    /// `"drop"` (the thesis; default) or `"delay"`.
+    pub feedback_mode: Option<String>,
+    /// Over-share threshold on the index. Default 1.2.
     pub upper: Option<f64>,
     /// Prioritise below this index. Default 0.8.
     pub lower: Option<f64>,
+    /// `delay` mode: weight of the newest window in the smoothed index. Default 0.3.
+    pub smoothing: Option<f64>,
     /// A measuring flow idle this long is forgotten ("500ms").
     pub flow_idle_timeout: Option<String>,
     /// Bloom filter bits. Default 65536.
@@ -457,8 +461,14 @@ impl DisciplineKeys {
                 }
                 duration(name, "window", &k.window, &mut c.window)?;
                 set(&mut c.feedback, &k.feedback);
+                if let Some(m) = &k.feedback_mode {
+                    c.feedback_mode = crate::rrmqs::FeedbackMode::parse(m).map_err(|e| {
+                        ConfigError::new(name, "feedback_mode", format!("{m:?}"), e)
+                    })?;
+                }
                 set(&mut c.upper, &k.upper);
                 set(&mut c.lower, &k.lower);
+                set(&mut c.smoothing, &k.smoothing);
                 duration(
                     name,
                     "flow_idle_timeout",

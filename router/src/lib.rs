@@ -23,7 +23,8 @@
 //! | [`red`] | RED, gentle, Adaptive RED, byte mode, ECN | Floyd & Jacobson 1993; Floyd, Gummadi & Shenker 2001 |
 //! | [`choke`] | CHOKe | Pan, Prabhakar & Psounis 2000 |
 //! | [`cebinae`] | Cebinae tax with head/tail rotation and top-flow detector | Yu et al., SIGCOMM 2022 |
-//! | [`rrmqs`] | RRMQS, flow meter, feedback loop | He, ETH thesis 2020 |
+//! | [`rrmqs`] | RRMQS, flow meter | He, ETH thesis 2020 |
+//! | [`rrmqs_feedback`] | RRMQS's feedback loop: the thesis's drop rule and a converging delay rule | He, ETH thesis 2020 |
 //! | [`bloom`] | Bloom filter (distinct-flow counting) | Kirsch & Mitzenmacher 2006 |
 //! | [`shaper`] | token-bucket egress shaper | |
 //! | [`delay`] | delay line per port / flow class | |
@@ -49,6 +50,7 @@ pub mod qdisc;
 pub mod red;
 pub mod ring;
 pub mod rrmqs;
+pub mod rrmqs_feedback;
 pub mod shaper;
 
 pub use any_qdisc::AnyQdisc;

@@ -27,13 +27,15 @@
 //! variants whose index is defined in the window. [`Rrmqs::latest_window`]
 //! returns the last closed window.
 //!
-//! **Feedback.** If `i > upper` (1.2) in the last window, every main-queue
-//! packet of that variant is dropped in the next window
-//! ([`DropReason::Feedback`]); if `i < lower` (0.8), its main-queue packets go
-//! to a priority band served before the rest of the main queue. Packets in the
-//! measuring queues are never touched by feedback, so `v'` stays the fair
-//! baseline (the thesis says "drop all j's packets"; we read it as the
-//! main-queue packets).
+//! **Feedback** ([`crate::rrmqs_feedback`]). `feedback_mode = "drop"` (the
+//! thesis): if `i > upper` (1.2) in the last window, every main-queue packet
+//! of that variant is dropped in the next window ([`DropReason::Feedback`]);
+//! if `i < lower` (0.8), its main-queue packets go to a priority band served
+//! before the rest of the main queue. `"delay"`: an over-share variant's
+//! main-queue packets go to a low band served after the rest instead, on a
+//! smoothed index with hysteresis. Packets in the measuring queues are never
+//! touched by feedback, so `v'` stays the fair baseline (the thesis says
+//! "drop all j's packets"; we read it as the main-queue packets).
 
 use std::time::Duration;
 
@@ -46,6 +48,7 @@ use crate::qdisc::{
     check, enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
 };
 use crate::ring::Fifo;
+pub use crate::rrmqs_feedback::{Feedback, FeedbackLaw, FeedbackMode, LoopState};
 use tollgate_cca::rng::{self, SimRng};
 
 const NAME: &str = "rrmqs";
@@ -86,10 +89,16 @@ pub struct RrmqsConfig {
     pub window: Duration,
     /// Feedback enabled. Default true.
     pub feedback: bool,
-    /// Drop threshold on `i`. Default 1.2.
+    /// What the feedback does to an over-share variant. Default
+    /// [`FeedbackMode::Drop`] (the thesis).
+    pub feedback_mode: FeedbackMode,
+    /// Over-share threshold on `i`. Default 1.2.
     pub upper: f64,
-    /// Priority threshold on `i`. Default 0.8.
+    /// Under-share (priority) threshold on `i`. Default 0.8.
     pub lower: f64,
+    /// `delay` mode: weight of the newest window in the smoothed index.
+    /// Default 0.3.
+    pub smoothing: f64,
     /// A measuring flow idle this long is forgotten. Default 500 ms.
     pub flow_idle_timeout: Duration,
     /// Bits per Bloom filter. Default 2^16.
@@ -110,8 +119,10 @@ impl Default for RrmqsConfig {
             rrmqs_probability: None,
             window: Duration::from_millis(500),
             feedback: true,
+            feedback_mode: FeedbackMode::Drop,
             upper: 1.2,
             lower: 0.8,
+            smoothing: 0.3,
             flow_idle_timeout: Duration::from_millis(500),
             bloom_bits: 1 << 16,
             bloom_hashes: 3,
@@ -121,6 +132,16 @@ impl Default for RrmqsConfig {
 }
 
 impl RrmqsConfig {
+    /// The feedback's control law.
+    pub fn law(&self) -> FeedbackLaw {
+        FeedbackLaw {
+            mode: self.feedback_mode,
+            upper: self.upper,
+            lower: self.lower,
+            smoothing: self.smoothing,
+        }
+    }
+
     /// The probability of serving the measuring set first.
     pub fn probability(&self) -> f64 {
         self.rrmqs_probability.unwrap_or_else(|| {
@@ -182,22 +203,11 @@ impl RrmqsConfig {
                 format!("[0, upper = {}]", self.upper),
             ));
         }
+        self.law().validate(NAME)?;
         check::int(NAME, "bloom_bits", self.bloom_bits as u64, 64, 1 << 30)?;
         check::int(NAME, "bloom_hashes", u64::from(self.bloom_hashes), 1, 16)?;
         Ok(())
     }
-}
-
-/// The feedback applied to a variant during a window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Feedback {
-    /// No action.
-    #[default]
-    Normal,
-    /// Drop its main-queue packets (`i > upper` last window).
-    Drop,
-    /// Prioritise its main-queue packets (`i < lower` last window).
-    Priority,
 }
 
 /// One variant's measurements in one window.
@@ -274,10 +284,13 @@ pub struct Rrmqs<P> {
     slots: Vec<FlowSlot>,
     main_prio: Fifo<P>,
     main: Fifo<P>,
+    /// `delay` mode: over-share variants' main-queue packets, served last.
+    main_low: Fifo<P>,
     rr_next: usize,
     probability: f64,
     tally: Vec<Tally>,
-    feedback: Vec<Feedback>,
+    law: FeedbackLaw,
+    loops: Vec<LoopState>,
     bloom_main: Bloom,
     bloom_rr: Bloom,
     window_start: Option<Time>,
@@ -318,10 +331,12 @@ impl<P: PacketHandle> Rrmqs<P> {
             slots: vec![FlowSlot::default(); m * config.flows_per_queue],
             main_prio: Fifo::with_capacity(config.main_limit),
             main: Fifo::with_capacity(config.main_limit),
+            main_low: Fifo::with_capacity(config.main_limit),
             rr_next: 0,
             probability: config.probability(),
             tally: vec![Tally::default(); m],
-            feedback: vec![Feedback::Normal; m],
+            law: config.law(),
+            loops: vec![LoopState::default(); m],
             bloom_main: Bloom::new(config.bloom_bits, config.bloom_hashes),
             bloom_rr: Bloom::new(config.bloom_bits, config.bloom_hashes),
             window_start: None,
@@ -346,7 +361,7 @@ impl<P: PacketHandle> Rrmqs<P> {
     pub fn feedback(&self, variant: VariantId) -> Feedback {
         match self.index_of[usize::from(variant.dscp() & 63)] {
             NONE => Feedback::Normal,
-            k => self.feedback[usize::from(k)],
+            k => self.loops[usize::from(k)].action,
         }
     }
 
@@ -364,7 +379,7 @@ impl<P: PacketHandle> Rrmqs<P> {
 
     /// Packets in the main queue (both bands) and in `variant`'s measuring queue.
     pub fn queue_lens(&self, variant: VariantId) -> (usize, usize) {
-        let main = self.main.len() + self.main_prio.len();
+        let main = self.main.len() + self.main_prio.len() + self.main_low.len();
         match self.index_of[usize::from(variant.dscp() & 63)] {
             NONE => (main, 0),
             k => (main, self.measuring[usize::from(k)].len()),
@@ -433,6 +448,23 @@ impl<P: PacketHandle> Rrmqs<P> {
         let secs = end.saturating_since(start).as_secs_f64().max(1e-12);
         let per_flow =
             |pkts: u64, flows: u64| (flows > 0).then(|| pkts as f64 / flows as f64 / secs);
+        // `delay` mode acts on each index relative to the window's mean index
+        // over the variants that have one (rrmqs_feedback's module doc).
+        let mean_index = {
+            let (mut sum, mut n) = (0.0, 0u32);
+            for t in &self.tally {
+                if let (Some(a), Some(b)) = (
+                    per_flow(t.main_packets, t.main_flows),
+                    per_flow(t.rr_packets, t.rr_flows),
+                ) {
+                    if b > 0.0 {
+                        sum += a / b;
+                        n += 1;
+                    }
+                }
+            }
+            (n > 0 && sum > 0.0).then(|| sum / f64::from(n))
+        };
         let (mut sum, mut sum_sq, mut n) = (0.0, 0.0, 0u32);
         for (k, t) in self.tally.iter().enumerate() {
             let v = per_flow(t.main_packets, t.main_flows);
@@ -441,17 +473,19 @@ impl<P: PacketHandle> Rrmqs<P> {
                 (Some(a), Some(b)) if b > 0.0 => Some(a / b),
                 _ => None,
             };
-            let feedback = match index {
-                Some(i) if self.cfg.feedback && i > self.cfg.upper => Feedback::Drop,
-                Some(i) if self.cfg.feedback && i < self.cfg.lower => Feedback::Priority,
-                _ => Feedback::Normal,
-            };
+            if self.cfg.feedback {
+                let acted_on = match (self.law.mode, mean_index) {
+                    (FeedbackMode::Delay, Some(m)) => index.map(|i| i / m),
+                    _ => index,
+                };
+                self.loops[k] = self.law.next(self.loops[k], acted_on);
+            }
+            let feedback = self.loops[k].action;
             if let Some(i) = index {
                 sum += i;
                 sum_sq += i * i;
                 n += 1;
             }
-            self.feedback[k] = feedback;
             self.latest.variants[k] = VariantWindow {
                 variant: self.cfg.variants[k],
                 main_packets: t.main_packets,
@@ -502,8 +536,22 @@ impl<P: PacketHandle> Rrmqs<P> {
     }
 
     fn dequeue_main(&mut self) -> Option<P> {
-        self.main_prio.pop().or_else(|| self.main.pop())
+        self.main_prio
+            .pop()
+            .or_else(|| self.main.pop())
+            .or_else(|| self.main_low.pop())
     }
+}
+
+/// A band of the main queue, served in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// Under-share variants.
+    Priority,
+    /// Everything else.
+    Normal,
+    /// Over-share variants in `delay` mode.
+    Low,
 }
 
 /// Where an admitted packet is queued.
@@ -511,9 +559,8 @@ impl<P: PacketHandle> Rrmqs<P> {
 enum Band {
     /// The main queue, not metered (a variant without a measuring queue).
     Unmetered,
-    /// The main queue (`prio`: its priority band), metered for variant `k`
-    /// under `flow_key`.
-    Main { k: usize, flow_key: u64, prio: bool },
+    /// The main queue's `lane`, metered for variant `k` under `flow_key`.
+    Main { k: usize, flow_key: u64, lane: Lane },
     /// Variant `k`'s measuring queue.
     Measuring { k: usize, flow_key: u64 },
 }
@@ -546,24 +593,22 @@ impl<P: PacketHandle> Rrmqs<P> {
             }
             return Ok(Band::Measuring { k, flow_key });
         }
-        let feedback = self.feedback[k];
-        if feedback == Feedback::Drop {
-            return Err(DropReason::Feedback);
-        }
+        let lane = match self.loops[k].action {
+            Feedback::Drop => return Err(DropReason::Feedback),
+            Feedback::Normal => Lane::Normal,
+            Feedback::Priority => Lane::Priority,
+            Feedback::Delay => Lane::Low,
+        };
         if self.main_full() {
             return Err(DropReason::Overlimit);
         }
-        Ok(Band::Main {
-            k,
-            flow_key,
-            prio: feedback == Feedback::Priority,
-        })
+        Ok(Band::Main { k, flow_key, lane })
     }
 
-    /// Whether the main queue (both bands) holds `main_limit` packets.
+    /// Whether the main queue (all bands) holds `main_limit` packets.
     #[inline]
     fn main_full(&self) -> bool {
-        self.main.len() + self.main_prio.len() >= self.cfg.main_limit
+        self.main.len() + self.main_prio.len() + self.main_low.len() >= self.cfg.main_limit
     }
 
     /// Meter a packet of `len` bytes queued in `band`.
@@ -602,8 +647,17 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
             Err(reason) => return self.counters.drop(reason, packet),
         };
         let pushed = match band {
-            Band::Unmetered | Band::Main { prio: false, .. } => self.main.push(packet),
-            Band::Main { prio: true, .. } => self.main_prio.push(packet),
+            Band::Unmetered
+            | Band::Main {
+                lane: Lane::Normal, ..
+            } => self.main.push(packet),
+            Band::Main {
+                lane: Lane::Priority,
+                ..
+            } => self.main_prio.push(packet),
+            Band::Main {
+                lane: Lane::Low, ..
+            } => self.main_low.push(packet),
             Band::Measuring { k, .. } => self.measuring[k].push(packet),
         };
         match pushed {
@@ -651,11 +705,11 @@ impl<P: PacketHandle> Qdisc<P> for Rrmqs<P> {
     }
 
     fn len(&self) -> usize {
-        self.main.len() + self.main_prio.len() + self.measuring_len
+        self.main.len() + self.main_prio.len() + self.main_low.len() + self.measuring_len
     }
 
     fn bytes(&self) -> u64 {
-        self.main.bytes() + self.main_prio.bytes() + self.measuring_bytes
+        self.main.bytes() + self.main_prio.bytes() + self.main_low.bytes() + self.measuring_bytes
     }
 
     fn counters(&self) -> &Counters {

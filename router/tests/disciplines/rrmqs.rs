@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use tollgate_cca::{Time, VariantId};
-use tollgate_router::rrmqs::{Feedback, Rrmqs, RrmqsConfig};
+use tollgate_router::rrmqs::{Feedback, FeedbackMode, Rrmqs, RrmqsConfig};
 use tollgate_router::{DropReason, PacketMeta, Qdisc};
 
 use crate::common::{assert_accounting, vpkt};
@@ -194,6 +194,67 @@ fn meter_index_and_feedback() {
     assert_eq!(q2.feedback(A), Feedback::Normal);
     assert!(q2.latest_window().variant(A).unwrap().index.is_none());
     assert_accounting(&q2);
+}
+
+#[test]
+fn delay_feedback_serves_an_over_share_variant_last_and_keeps_metering_it() {
+    let c = RrmqsConfig {
+        feedback_mode: FeedbackMode::Delay,
+        smoothing: 1.0,
+        ..cfg()
+    };
+    let mut q = Rrmqs::new(&c).unwrap();
+    let mut t = 0u64;
+    let _ = q.enqueue(vpkt(1_000, VariantId::UNMARKED, 100), Time::ZERO);
+    offer(&mut q, A, 100, 10, 15, 4, &mut t); // i = 1.5
+    offer(&mut q, B, 200, 10, 5, 3, &mut t); // i = 0.5
+    offer(&mut q, C, 300, 10, 10, 2, &mut t); // i = 1
+    let w2 = Time::from_millis(100);
+    q.poll(w2);
+    assert_eq!(q.feedback(A), Feedback::Delay);
+    assert_eq!(q.feedback(B), Feedback::Priority);
+    assert_eq!(q.feedback(C), Feedback::Normal);
+    // Drain what window 1 left, then queue A (delayed), C and B.
+    while q.dequeue(w2).is_some() {}
+    let t2 = w2 + Duration::from_millis(1);
+    for (flow, v) in [(102, A), (302, C), (202, B)] {
+        assert!(
+            q.enqueue(vpkt(flow, v, 100), t2).is_queued(),
+            "{v}: not dropped"
+        );
+    }
+    let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(t2))
+        .map(|p| p.tag)
+        .collect();
+    assert_eq!(
+        order,
+        [202, 302, 102],
+        "priority, normal, then the delayed variant"
+    );
+    // A's delayed packets are metered: its index stays defined. The loop
+    // acts on the index relative to the window's mean over the variants:
+    // A at 1.1 beside C at 1 is 1.05 of the mean, between 1 and 1.2, so A
+    // stays delayed (hysteresis); at C's level it is released.
+    let mut t = w2.as_nanos() + 2_000_000;
+    offer(&mut q, A, 100, 10, 11, 4, &mut t); // i = 1.1
+    offer(&mut q, C, 300, 10, 10, 2, &mut t); // i = 1
+    q.poll(Time::from_millis(200));
+    assert_eq!(
+        q.latest_window()
+            .variant(A)
+            .unwrap()
+            .index
+            .map(|i| (i * 10.0).round()),
+        Some(11.0)
+    );
+    assert_eq!(q.feedback(A), Feedback::Delay, "hysteresis: still above 1");
+    let mut t = 200_000_000 + 1_000;
+    offer(&mut q, A, 100, 10, 10, 4, &mut t); // i = 1
+    offer(&mut q, C, 300, 10, 10, 2, &mut t); // i = 1
+    q.poll(Time::from_millis(300));
+    assert_eq!(q.feedback(A), Feedback::Normal);
+    assert_eq!(q.counters().dropped_for(DropReason::Feedback), 0);
+    assert_accounting(&q);
 }
 
 #[test]
