@@ -75,11 +75,11 @@ pub struct ReproduceArgs {
     /// seeds they have, or "no data").
     #[arg(long)]
     pub report_only: bool,
-    /// Start no run: judge every row again from the per-seed values recorded
-    /// in FILE (a reproduce.json), with the current experiments' published
-    /// numbers, tolerances and evidence; writes REPORT.md and reproduce.json
-    /// to --out.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["report_only", "quick", "seeds"])]
+    /// Start no run: an experiment with a directory under --out is reported
+    /// from its finished runs there, every other one judged again from the
+    /// per-seed values FILE (an earlier reproduce.json) recorded, with the
+    /// current manifests (published numbers, tolerances, evidence).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "seeds"])]
     pub values_from: Option<PathBuf>,
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -95,9 +95,9 @@ fn command_line() -> String {
 }
 
 /// One line per row: experiment, label, published, ours, verdict.
-fn print_rows(results: &[(&Experiment, u64, Vec<reproduce::RowResult>)]) {
-    for (e, _, rows) in results {
-        for r in rows {
+fn print_rows(results: &[reproduce::Judged<'_>]) {
+    for j in results {
+        for r in &j.rows {
             let ours = r
                 .ours
                 .as_ref()
@@ -107,65 +107,10 @@ fn print_rows(results: &[(&Experiment, u64, Vec<reproduce::RowResult>)]) {
                 .map_or("-".into(), |p| format!("{:.3}", p.centre()));
             println!(
                 "{:<8} {:<44} published {:>8}  ours {:>8}  {}",
-                e.name, r.label, published, ours, r.verdict
+                j.experiment.name, r.label, published, ours, r.verdict
             );
         }
     }
-}
-
-/// `--values-from`: the report again from an earlier report's values.
-fn rejudge(a: &ReproduceArgs, chosen: &[Experiment], file: &Path) -> anyhow::Result<ExitCode> {
-    let stored = reproduce::read_stored(file)?;
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results/reproduce"));
-    let mut results = Vec::new();
-    for e in chosen {
-        let s = stored
-            .experiments
-            .iter()
-            .find(|s| s.name == e.name)
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{}: no values for experiment `{}`; it holds {}",
-                    file.display(),
-                    e.name,
-                    stored
-                        .experiments
-                        .iter()
-                        .map(|s| s.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })?;
-        let rows = reproduce::evaluate(e, reproduce::Source::Stored(s))?;
-        results.push((e, s.seeds, rows));
-    }
-    let info = ReportInfo {
-        command: command_line(),
-        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        quick: false,
-        wall_s: 0.0,
-        runs_now: 0,
-        runs_before: 0,
-        values_from: Some({
-            // A report judged again names the runs' command, not the
-            // re-judging's.
-            let runs = stored.info.values_from.as_deref().unwrap_or(&stored.info);
-            reproduce::ValuesFrom {
-                path: file.display().to_string(),
-                command: runs.command.clone(),
-                note: runs.note.clone(),
-            }
-        }),
-    };
-    let report = reproduce::write_report(&out, &info, &results, !a.pool.no_plots)?;
-    if !a.pool.quiet {
-        print_rows(&results);
-        eprintln!("report: {}", report.display());
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn experiments_dir(given: Option<&Path>) -> PathBuf {
@@ -231,6 +176,11 @@ fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) {
     }
 }
 
+/// Whether this invocation starts runs (not --report-only or --values-from).
+fn todo_runs(a: &ReproduceArgs, stored: &Option<reproduce::StoredReport>) -> bool {
+    !a.report_only && stored.is_none()
+}
+
 /// Run `tollgate reproduce`.
 pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let dir = experiments_dir(a.experiments.as_deref());
@@ -243,9 +193,6 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--seeds 0: give at least 1 (5 or more for a reproduction)");
     }
     let chosen = select(all, &a)?;
-    if let Some(file) = &a.values_from {
-        return rejudge(&a, &chosen, file);
-    }
     let jobs = cli_pool::jobs(a.pool.jobs)?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(if a.quick {
@@ -259,7 +206,18 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         quick: a.quick,
         seeds: a.seeds,
     };
-    let prepared = reproduce::prepare(&chosen, &opts)?;
+    // With --values-from, an experiment without a directory under --out
+    // takes the values the earlier report recorded; the others their runs.
+    let stored = a
+        .values_from
+        .as_deref()
+        .map(reproduce::read_stored)
+        .transpose()?;
+    let from_runs: Vec<bool> = chosen
+        .iter()
+        .map(|e| stored.is_none() || out.join(&e.name).is_dir())
+        .collect();
+    let prepared = reproduce::prepare_some(&chosen, &from_runs, &opts)?;
     let total: usize = prepared.iter().map(|p| p.campaign.runs.len()).sum();
     let unfinished: Vec<ChildRun> = prepared
         .iter()
@@ -278,7 +236,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let before = total - unfinished.len();
-    let todo = if a.report_only {
+    let todo = if a.report_only || stored.is_some() {
         if !a.pool.quiet && !unfinished.is_empty() {
             eprintln!(
                 "--report-only: {} of {total} runs not finished are left out of the report",
@@ -289,7 +247,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     } else {
         unfinished
     };
-    if !a.pool.quiet && !a.report_only {
+    if !a.pool.quiet && todo_runs(&a, &stored) {
         eprintln!(
             "reproduce {}: {total} runs, {before} already finished, {} to run, {} at a time; results in {}",
             chosen
@@ -322,9 +280,43 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     }
     let mut results = Vec::new();
     for (i, e) in chosen.iter().enumerate() {
-        let mine: Vec<&Prepared> = prepared.iter().filter(|p| p.experiment == i).collect();
-        let rows = reproduce::evaluate(e, reproduce::Source::Runs(&mine))?;
-        results.push((e, e.seeds(a.quick, a.seeds), rows));
+        if from_runs[i] {
+            let mine: Vec<&Prepared> = prepared.iter().filter(|p| p.experiment == i).collect();
+            results.push(reproduce::Judged {
+                experiment: e,
+                seeds: e.seeds(a.quick, a.seeds),
+                rows: reproduce::evaluate(e, reproduce::Source::Runs(&mine))?,
+                values: None,
+            });
+            continue;
+        }
+        let (Some(stored), Some(file)) = (&stored, &a.values_from) else {
+            unreachable!("only --values-from leaves an experiment without runs");
+        };
+        let s = stored
+            .experiments
+            .iter()
+            .find(|s| s.name == e.name)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: no values for experiment `{}` (and no runs under {}); it holds {}",
+                    file.display(),
+                    e.name,
+                    out.display(),
+                    stored
+                        .experiments
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+        results.push(reproduce::Judged {
+            experiment: e,
+            seeds: s.seeds,
+            rows: reproduce::evaluate(e, reproduce::Source::Stored(s))?,
+            values: Some(stored.provenance(s)),
+        });
     }
     let info = ReportInfo {
         command: command_line(),
@@ -333,7 +325,6 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         wall_s: wall,
         runs_now: now,
         runs_before: before,
-        values_from: None,
     };
     let report = reproduce::write_report(&out, &info, &results, !a.pool.no_plots)?;
     if !a.pool.quiet {

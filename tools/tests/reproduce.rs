@@ -502,14 +502,46 @@ fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
     assert!(!out.join("fixture/twin").exists(), "a run started");
     let md = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
     assert!(
-        md.contains("written by `tollgate reproduce fixture --seeds 5`; five seeds"),
+        md.contains(
+            "- fixture: 5 seeds per run, by `tollgate reproduce fixture --seeds 5`; five seeds"
+        ),
         "{md}"
     );
+    assert!(report["experiments"][0]["values"].as_str().is_some());
     assert!(
         md.contains(&format!("inconclusive (about {n} seeds would settle it)")),
         "{md}"
     );
-    // An experiment the file lacks is refused by name.
+    // Once the experiment has runs under --out, they are what it reports.
+    let o = run(&[
+        "reproduce",
+        "--all",
+        "--no-plots",
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&[
+        "reproduce",
+        "--all",
+        "--no-plots",
+        "--values-from",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&out);
+    let e = &report["experiments"][0];
+    assert!(e["values"].is_null(), "{e}");
+    assert_eq!(e["rows"][2]["verdict"].as_str(), Some("reproduced"), "{e}");
+    assert_eq!(e["rows"][2]["values"].as_array().unwrap().len(), 2, "{e}");
+    // An experiment the file lacks, with no runs, is refused by name.
+    let _ = std::fs::remove_dir_all(&out);
     std::fs::write(&file, r#"{"info":{"command":"x"},"experiments":[]}"#).unwrap();
     let o = run(&[
         "reproduce",

@@ -11,7 +11,17 @@
 //!   fairness ratio of each `metrics.fairness_window` (a poster's "median
 //!   fairness ratio", against the whole-window `fairness_ratio`);
 //! - `rrmqs.accuracy`, `rrmqs.jain`, `rrmqs.jain_real`: the RRMQS meter's
-//!   accuracy and its mean measured and real J(V, V') (first forward port);
+//!   accuracy and its measured and real J(V, V') as means over the meter's
+//!   windows (first forward port);
+//! - `rrmqs.j_measure`, `rrmqs.j_real`, `rrmqs.accuracy_run`: the same
+//!   averaged the thesis's way (section 4.2.1), over the run first and
+//!   Jain's index last: `j_measure` is J over each variant's
+//!   `mean(v) / mean(v')` (the meter's reports averaged over the
+//!   measurement window), `j_real` J over each variant's real index averaged
+//!   over the windows (its flows' mean rate through the port against the
+//!   fair per-flow rate), `accuracy_run` min / max of the two. An on/off
+//!   feedback can equalise these long-run averages while every window stays
+//!   unfair, which the per-window means show;
 //! - `jain(g1, g2, ...)`: Jain's index over the long-lived flows of the
 //!   named groups (e.g. the long flows of a parking lot);
 //! - `ratio(g1, g2, ...)`: max / min goodput over those flows;
@@ -23,7 +33,7 @@
 use super::verdict::Bounds;
 use crate::campaign::{summary_metrics, RUN_SUMMARY_METRICS};
 use crate::metrics::{fairness_ratio, jain};
-use crate::results::Results;
+use crate::results::{Results, RrmqsWindow};
 use crate::scenario::Scenario;
 
 /// One term.
@@ -71,7 +81,14 @@ fn parse_term(s: &str) -> Result<Term, String> {
     if s == "wire_mbps" {
         return Ok(Term::WireMbps);
     }
-    for f in ["accuracy", "jain", "jain_real"] {
+    for f in [
+        "accuracy",
+        "jain",
+        "jain_real",
+        "j_measure",
+        "j_real",
+        "accuracy_run",
+    ] {
         if s.strip_prefix("rrmqs.") == Some(f) {
             return Ok(Term::Rrmqs(f));
         }
@@ -98,7 +115,7 @@ fn parse_term(s: &str) -> Result<Term, String> {
     Err(format!(
         "\"{s}\": unknown; give a summary metric ({}, group.<name>.goodput_mbps, \
          group.<name>.share, variant.<name>.goodput_mbps, port.<name>.drops, ...), \
-         wire_mbps, median_window_ratio, rrmqs.accuracy, rrmqs.jain, rrmqs.jain_real, jain(group, ...), ratio(group, ...), sum(group, ...), or A / B of two of these",
+         wire_mbps, median_window_ratio, rrmqs.accuracy, rrmqs.jain, rrmqs.jain_real, rrmqs.j_measure, rrmqs.j_real, rrmqs.accuracy_run, jain(group, ...), ratio(group, ...), sum(group, ...), or A / B of two of these",
         known.join(", ")
     ))
 }
@@ -131,7 +148,9 @@ impl Metric {
             Term::Summary(n) if n == "fairness_ratio" => (Some(1.0), None),
             Term::Summary(n) if n == "jain" || n.ends_with(".share") => (None, Some(1.0)),
             Term::MedianWindowRatio | Term::Ratio(_) => (Some(1.0), None),
-            Term::Jain(_) | Term::Rrmqs("jain" | "jain_real") => (None, Some(1.0)),
+            Term::Jain(_) | Term::Rrmqs("jain" | "jain_real" | "j_measure" | "j_real") => {
+                (None, Some(1.0))
+            }
             _ => (None, None),
         };
         Bounds { floor, ceiling }
@@ -151,7 +170,13 @@ impl Metric {
                 Term::Rrmqs(f) => r.rrmqs.as_ref().and_then(|m| match *f {
                     "accuracy" => m.accuracy,
                     "jain" => m.mean_jain,
-                    _ => m.mean_jain_real,
+                    "jain_real" => m.mean_jain_real,
+                    "j_measure" => run_averaged(r).0,
+                    "j_real" => run_averaged(r).1,
+                    _ => match run_averaged(r) {
+                        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(a.min(b) / a.max(b)),
+                        _ => None,
+                    },
                 }),
                 Term::Jain(groups) => jain(&goodputs(r, groups)?),
                 Term::Ratio(groups) => fairness_ratio(&goodputs(r, groups)?),
@@ -167,6 +192,43 @@ impl Metric {
             }
         }
     }
+}
+
+/// The thesis's J_measure and J_real (module doc): the meter's windows
+/// after the measurement start averaged per variant first, Jain's index of
+/// the per-variant figures last.
+fn run_averaged(r: &Results) -> (Option<f64>, Option<f64>) {
+    match &r.rrmqs {
+        Some(m) => run_averaged_windows(&m.windows, r.summary.measure_from_s),
+        None => (None, None),
+    }
+}
+
+/// [`run_averaged`] over the windows ending after `from` seconds.
+fn run_averaged_windows(windows: &[RrmqsWindow], from: f64) -> (Option<f64>, Option<f64>) {
+    let windows: Vec<&RrmqsWindow> = windows.iter().filter(|w| w.end_s > from).collect();
+    let variants = windows.first().map_or(0, |w| w.variants.len());
+    let mean = |xs: Vec<f64>| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+    let (mut measured, mut real) = (Vec::new(), Vec::new());
+    for k in 0..variants {
+        let v = mean(windows.iter().filter_map(|w| w.rates.get(k)?.0).collect());
+        let v_prime = mean(windows.iter().filter_map(|w| w.rates.get(k)?.1).collect());
+        if let (Some(v), Some(vp)) = (v, v_prime) {
+            if vp > 0.0 {
+                measured.push(v / vp);
+            }
+        }
+        if let Some(x) = mean(
+            windows
+                .iter()
+                .filter_map(|w| w.variants.get(k)?.2)
+                .collect(),
+        ) {
+            real.push(x);
+        }
+    }
+    let j = |x: &[f64]| if x.len() >= 2 { jain(x) } else { None };
+    (j(&measured), j(&real))
 }
 
 /// Median of the windowed fairness ratios from the measurement start on
@@ -218,6 +280,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_thesis_averages_over_the_run_before_jains_index() {
+        // Two variants taking turns: each window one has twice the other's
+        // rate, so every window's J is 0.9, but over the run their averages
+        // are equal and the thesis's J is 1.
+        let window = |end_s: f64, a: f64, b: f64| RrmqsWindow {
+            end_s,
+            variants: vec![
+                ("a".into(), Some(a), Some(a), "normal".into()),
+                ("b".into(), Some(b), Some(b), "normal".into()),
+            ],
+            jain: jain(&[a, b]),
+            jain_real: jain(&[a, b]),
+            rates: vec![(Some(a * 10.0), Some(10.0)), (Some(b * 10.0), Some(10.0))],
+        };
+        let windows: Vec<RrmqsWindow> = (1..=10)
+            .map(|k| {
+                let (a, b) = if k % 2 == 0 { (2.0, 1.0) } else { (1.0, 2.0) };
+                window(f64::from(k) * 0.5, a, b)
+            })
+            .collect();
+        assert!((windows[0].jain.unwrap() - 0.9).abs() < 1e-12);
+        let (m, r) = run_averaged_windows(&windows, 0.0);
+        assert!((m.unwrap() - 1.0).abs() < 1e-12, "{m:?}");
+        assert!((r.unwrap() - 1.0).abs() < 1e-12, "{r:?}");
+        // Windows ending at or before the measurement start are left out:
+        // from 4.5 s only the last one (a = 2, b = 1) counts.
+        let (m, _) = run_averaged_windows(&windows, 4.5);
+        assert!((m.unwrap() - 0.9).abs() < 1e-12, "{m:?}");
+        let (m, _) = run_averaged_windows(&windows, 4.0);
+        assert!((m.unwrap() - 1.0).abs() < 1e-12, "{m:?}");
+    }
+
+    #[test]
     fn parses_terms_ratios_and_group_functions() {
         assert_eq!(
             Metric::parse("fairness_ratio").unwrap(),
@@ -232,7 +327,18 @@ mod tests {
             Metric::parse("jain(a, b)").unwrap().num,
             Term::Jain(vec!["a".into(), "b".into()])
         );
-        for bad in ["jfi", "group.x", "jain()", "a / b / c", "ratio(a,,b)"] {
+        assert_eq!(
+            Metric::parse("rrmqs.j_measure").unwrap().num,
+            Term::Rrmqs("j_measure")
+        );
+        for bad in [
+            "jfi",
+            "group.x",
+            "jain()",
+            "a / b / c",
+            "ratio(a,,b)",
+            "rrmqs.j",
+        ] {
             assert!(Metric::parse(bad).is_err(), "{bad} accepted");
         }
     }

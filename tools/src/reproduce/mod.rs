@@ -31,8 +31,8 @@ mod report;
 pub mod verdict;
 
 pub use manifest::{discover, Experiment, Published, Tolerance};
-pub use report::{write_report, ReportInfo, ValuesFrom};
-pub use verdict::{verdict, Bounds, Verdict};
+pub use report::{write_report, Judged, ReportInfo};
+pub use verdict::{Bounds, Verdict};
 
 /// How to reproduce.
 #[derive(Clone, Debug)]
@@ -66,8 +66,22 @@ pub struct Prepared {
 /// A scenario whose earlier results were planned differently (other seeds,
 /// other mode, an edited file) is refused with the campaign's own message.
 pub fn prepare(experiments: &[Experiment], opts: &Options) -> anyhow::Result<Vec<Prepared>> {
+    prepare_some(experiments, &vec![true; experiments.len()], opts)
+}
+
+/// [`prepare`] for the experiments whose `include` entry is true (the
+/// others are judged from stored values); [`Prepared::experiment`] still
+/// indexes `experiments`.
+pub fn prepare_some(
+    experiments: &[Experiment],
+    include: &[bool],
+    opts: &Options,
+) -> anyhow::Result<Vec<Prepared>> {
     let mut out = Vec::new();
     for (e, exp) in experiments.iter().enumerate() {
+        if !include.get(e).copied().unwrap_or(true) {
+            continue;
+        }
         let root = opts.out.join(&exp.name);
         let copies = root.join("scenarios");
         std::fs::create_dir_all(&copies)
@@ -246,6 +260,9 @@ pub struct StoredExperiment {
     pub name: String,
     /// Seeds per run.
     pub seeds: u64,
+    /// Where its values came from, if that report took them from another.
+    #[serde(default)]
+    pub values: Option<String>,
     /// Its rows.
     pub rows: Vec<StoredRow>,
 }
@@ -264,6 +281,23 @@ pub struct StoredRow {
     /// Runs without results.
     #[serde(default)]
     pub missing: usize,
+}
+
+impl StoredReport {
+    /// Where experiment `e`'s values came from: what the report says, else
+    /// the command that wrote it (and its note).
+    pub fn provenance(&self, e: &StoredExperiment) -> String {
+        if let Some(v) = &e.values {
+            return v.clone();
+        }
+        let runs = self.info.values_from.as_deref().unwrap_or(&self.info);
+        let mut s = format!("{} seeds per run, by `{}`", e.seeds, runs.command);
+        if let Some(n) = &runs.note {
+            s.push_str("; ");
+            s.push_str(n.trim().trim_end_matches('.'));
+        }
+        s
+    }
 }
 
 /// Read a `reproduce.json` for [`Source::Stored`].
@@ -312,7 +346,8 @@ fn run_values(
     Ok((values, missing))
 }
 
-/// Every row of `exp`, its values from `source`, judged by [`verdict`].
+/// Every row of `exp`, its values from `source`, judged by
+/// [`verdict::verdict`].
 pub fn evaluate(exp: &Experiment, source: Source<'_>) -> anyhow::Result<Vec<RowResult>> {
     let mut rows = Vec::new();
     let mut cache = ResultsCache::new();
@@ -342,7 +377,7 @@ pub fn evaluate(exp: &Experiment, source: Source<'_>) -> anyhow::Result<Vec<RowR
             published: row.published,
             tolerance: row.tolerance.as_ref().map(Tolerance::text),
             band,
-            verdict: verdict(row.published, band, exp.bounds[i], ours.as_ref()),
+            verdict: verdict::verdict(row.published, band, exp.bounds[i], ours.as_ref()),
             ours,
             values,
             missing,

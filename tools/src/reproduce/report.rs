@@ -23,21 +23,20 @@ pub struct ReportInfo {
     pub runs_now: usize,
     /// Runs already finished by an earlier invocation.
     pub runs_before: usize,
-    /// The rows' values were not read from runs but from an earlier report.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub values_from: Option<ValuesFrom>,
 }
 
-/// Where a report judged again took its values.
-#[derive(Clone, Debug, Serialize)]
-pub struct ValuesFrom {
-    /// The earlier `reproduce.json`, as given.
-    pub path: String,
-    /// The command that wrote it (and so ran the runs).
-    pub command: String,
-    /// What its runs were, where the command does not say.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+/// One experiment's rows, judged.
+#[derive(Debug)]
+pub struct Judged<'a> {
+    /// The experiment.
+    pub experiment: &'a Experiment,
+    /// Seeds per run.
+    pub seeds: u64,
+    /// Its rows.
+    pub rows: Vec<RowResult>,
+    /// Where the values came from when not from this command's runs under
+    /// `--out` (an earlier report's runs: their command and what they were).
+    pub values: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -46,6 +45,8 @@ struct ExperimentJson<'a> {
     title: &'a str,
     source: &'a str,
     seeds: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    values: Option<&'a str>,
     rows: &'a [RowResult],
 }
 
@@ -172,9 +173,9 @@ A differing row is *explained* when it names its evidence (an independent simula
 a diagnostic run), else *unexplained*.";
 
 /// The Markdown report.
-fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -> String {
+fn markdown(info: &ReportInfo, results: &[Judged<'_>]) -> String {
     let mut md = String::new();
-    let all = Counts::of(results.iter().flat_map(|r| r.2.iter()));
+    let all = Counts::of(results.iter().flat_map(|r| r.rows.iter()));
     let _ = writeln!(md, "# Tollgate reproductions\n");
     let _ = write!(
         md,
@@ -187,16 +188,33 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
             ""
         },
     );
-    if let Some(v) = &info.values_from {
-        let _ = write!(
-            md,
-            " The rows' values are the runs recorded in `{}`, written by `{}`",
-            v.path, v.command
-        );
-        if let Some(n) = &v.note {
-            let _ = write!(md, "; {}", n.trim().trim_end_matches('.'));
+    let stored: Vec<&Judged> = results.iter().filter(|j| j.values.is_some()).collect();
+    if !stored.is_empty() {
+        if stored.len() == results.len() {
+            md.push_str(" The values come from earlier runs:");
+        } else {
+            let ran: Vec<&str> = results
+                .iter()
+                .filter(|j| j.values.is_none())
+                .map(|j| j.experiment.name.as_str())
+                .collect();
+            let _ = write!(
+                md,
+                " The values of {} come from the runs this command read; the other \
+                 experiments' from earlier runs:",
+                ran.join(", ")
+            );
         }
-        md.push('.');
+        md.push('\n');
+        for j in stored {
+            let _ = write!(
+                md,
+                "\n- {}: {}",
+                j.experiment.name,
+                j.values.as_deref().unwrap_or("").trim()
+            );
+        }
+        md.push('\n');
     }
     md.push('\n');
     let _ = writeln!(md, "\n{RULES}\n");
@@ -220,7 +238,12 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
         "| experiment | rows | reproduced | inconclusive | differ, explained | differ, unexplained | not measurable | no data | measured |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
-    for (exp, _, rows) in results {
+    for Judged {
+        experiment: exp,
+        rows,
+        ..
+    } in results
+    {
         let c = Counts::of(rows.iter());
         let _ = writeln!(
             md,
@@ -237,7 +260,13 @@ fn markdown(info: &ReportInfo, results: &[(&Experiment, u64, Vec<RowResult>)]) -
             c.measured,
         );
     }
-    for (exp, seeds, rows) in results {
+    for Judged {
+        experiment: exp,
+        seeds,
+        rows,
+        ..
+    } in results
+    {
         let m = &exp.manifest;
         let _ = writeln!(md, "\n## {}\n\n**{}**\n", exp.name, m.title);
         let _ = writeln!(md, "Source: {}. Seeds per run: {seeds}.\n", m.source);
@@ -352,13 +381,18 @@ fn plot(dir: &Path, exp: &Experiment, rows: &[RowResult]) -> anyhow::Result<()> 
 pub fn write_report(
     out: &Path,
     info: &ReportInfo,
-    results: &[(&Experiment, u64, Vec<RowResult>)],
+    results: &[Judged<'_>],
     plots: bool,
 ) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     if plots {
-        for (exp, _, rows) in results {
+        for Judged {
+            experiment: exp,
+            rows,
+            ..
+        } in results
+        {
             let dir = out.join(&exp.name);
             std::fs::create_dir_all(&dir)
                 .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
@@ -368,15 +402,16 @@ pub fn write_report(
     let json = ReportJson {
         format: 2,
         info,
-        counts: Counts::of(results.iter().flat_map(|r| r.2.iter())),
+        counts: Counts::of(results.iter().flat_map(|r| r.rows.iter())),
         experiments: results
             .iter()
-            .map(|(e, seeds, rows)| ExperimentJson {
-                name: &e.name,
-                title: &e.manifest.title,
-                source: &e.manifest.source,
-                seeds: *seeds,
-                rows,
+            .map(|j| ExperimentJson {
+                name: &j.experiment.name,
+                title: &j.experiment.manifest.title,
+                source: &j.experiment.manifest.source,
+                seeds: j.seeds,
+                values: j.values.as_deref(),
+                rows: &j.rows,
             })
             .collect(),
     };
