@@ -15,11 +15,12 @@ const AFTER_HELP: &str = "\
 Everything after `--` is passed to DPDK's EAL unchanged.
 
 Example on virtual devices (no NICs, no hugepages; as root):
-  tollgate-router --config router.toml --duration 10s -- \\
+  tollgate-router --config router/examples/net-null.toml --duration 10s -- \\
       -l 0 --no-huge --no-pci -m 512 --vdev net_null0 --vdev net_null1
 
-Configuration reference (every key of router.toml, examples for veth and
-real NICs, metric names): router/DPDK.md in the Tollgate source tree.
+Example configurations (net_null, veth, two 10 GbE ports, L3): router/examples/.
+Configuration reference (every key of router.toml, metric names):
+router/DPDK.md in the Tollgate source tree.
 
 Logging: warnings by default; -v info, -vv debug, -vvv trace. RUST_LOG
 (e.g. RUST_LOG=tollgate_dataplane=debug), when set, takes precedence over -v.
