@@ -176,6 +176,20 @@ fn list(all: &[Experiment], quick: bool, seeds: Option<u64>) {
     }
 }
 
+/// Whether a `results.json` lies in `dir` or below it, at most `depth`
+/// directories down (a campaign's `<point>/seed-<n>/`).
+fn has_results(dir: &Path, depth: u32) -> bool {
+    if dir.join("results.json").is_file() {
+        return true;
+    }
+    depth > 0
+        && std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| e.path().is_dir() && has_results(&e.path(), depth - 1))
+        })
+}
+
 /// Whether this invocation starts runs (not --report-only or --values-from).
 fn todo_runs(a: &ReproduceArgs, stored: &Option<reproduce::StoredReport>) -> bool {
     !a.report_only && stored.is_none()
@@ -206,7 +220,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         quick: a.quick,
         seeds: a.seeds,
     };
-    // With --values-from, an experiment without a directory under --out
+    // With --values-from, an experiment without a finished run under --out
     // takes the values the earlier report recorded; the others their runs.
     let stored = a
         .values_from
@@ -215,7 +229,12 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let from_runs: Vec<bool> = chosen
         .iter()
-        .map(|e| stored.is_none() || out.join(&e.name).is_dir())
+        .map(|e| {
+            stored.is_none()
+                || e.plans
+                    .iter()
+                    .any(|p| has_results(&out.join(&e.name).join(&p.name), 3))
+        })
         .collect();
     let prepared = reproduce::prepare_some(&chosen, &from_runs, &opts)?;
     let total: usize = prepared.iter().map(|p| p.campaign.runs.len()).sum();

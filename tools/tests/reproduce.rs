@@ -512,6 +512,21 @@ fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
         md.contains(&format!("inconclusive (about {n} seeds would settle it)")),
         "{md}"
     );
+    // Judging again with the report's own directory as --out: its plots do
+    // not count as runs.
+    let o = run(&[
+        "reproduce",
+        "--all",
+        "--values-from",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("fixture/rows.svg").is_file());
+    assert!(report_json(&out)["experiments"][0]["values"].is_string());
     // Once the experiment has runs under --out, they are what it reports.
     let o = run(&[
         "reproduce",
