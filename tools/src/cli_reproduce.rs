@@ -306,6 +306,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
                 seeds: e.seeds(a.quick, a.seeds),
                 rows: reproduce::evaluate(e, reproduce::Source::Runs(&mine))?,
                 values: None,
+                runs: Some(out.join(&e.name).display().to_string()),
             });
             continue;
         }
@@ -335,6 +336,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
             seeds: s.seeds,
             rows: reproduce::evaluate(e, reproduce::Source::Stored(s))?,
             values: Some(stored.provenance(s)),
+            runs: None,
         });
     }
     let info = ReportInfo {

@@ -555,6 +555,28 @@ fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
     assert!(e["values"].is_null(), "{e}");
     assert_eq!(e["rows"][2]["verdict"].as_str(), Some("reproduced"), "{e}");
     assert_eq!(e["rows"][2]["values"].as_array().unwrap().len(), 2, "{e}");
+    assert!(e["runs"].as_str().unwrap().ends_with("fixture"), "{e}");
+    // That report judged again elsewhere names the runs it came from.
+    let again = dir.join("again");
+    let o = run(&[
+        "reproduce",
+        "--all",
+        "--no-plots",
+        "--values-from",
+        out.join("reproduce.json").to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+        "--experiments",
+        exps.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let e = &report_json(&again)["experiments"][0];
+    let values = e["values"].as_str().unwrap();
+    assert!(
+        values.starts_with("2 seeds per run, the runs under `") && values.ends_with("fixture`"),
+        "{values}"
+    );
+    assert_eq!(e["rows"][2]["verdict"].as_str(), Some("reproduced"), "{e}");
     // An experiment the file lacks, with no runs, is refused by name.
     let _ = std::fs::remove_dir_all(&out);
     std::fs::write(&file, r#"{"info":{"command":"x"},"experiments":[]}"#).unwrap();

@@ -263,6 +263,9 @@ pub struct StoredExperiment {
     /// Where its values came from, if that report took them from another.
     #[serde(default)]
     pub values: Option<String>,
+    /// Where that report's runs of it were, if it had them.
+    #[serde(default)]
+    pub runs: Option<String>,
     /// Its rows.
     pub rows: Vec<StoredRow>,
 }
@@ -289,6 +292,9 @@ impl StoredReport {
     pub fn provenance(&self, e: &StoredExperiment) -> String {
         if let Some(v) = &e.values {
             return v.clone();
+        }
+        if let Some(dir) = &e.runs {
+            return format!("{} seeds per run, the runs under `{dir}`", e.seeds);
         }
         let runs = self.info.values_from.as_deref().unwrap_or(&self.info);
         let mut s = format!("{} seeds per run, by `{}`", e.seeds, runs.command);

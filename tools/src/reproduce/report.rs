@@ -37,6 +37,10 @@ pub struct Judged<'a> {
     /// Where the values came from when not from this command's runs under
     /// `--out` (an earlier report's runs: their command and what they were).
     pub values: Option<String>,
+    /// With runs: where they are (`<out>/<experiment>`), recorded so that a
+    /// later `--values-from` of this report can say where its values came
+    /// from.
+    pub runs: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -47,6 +51,8 @@ struct ExperimentJson<'a> {
     seeds: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     values: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runs: Option<&'a str>,
     rows: &'a [RowResult],
 }
 
@@ -411,6 +417,7 @@ pub fn write_report(
                 source: &j.experiment.manifest.source,
                 seeds: j.seeds,
                 values: j.values.as_deref(),
+                runs: j.runs.as_deref(),
                 rows: &j.rows,
             })
             .collect(),
