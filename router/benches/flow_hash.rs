@@ -1,7 +1,7 @@
 //! ns per 5-tuple for [`FlowHasher`]'s two constructions in the same run:
 //! the IPv4 one (two folded multiplies, what the DPDK fast path computes for
 //! every packet of CHOKe, Cebinae, RRMQS and FQ) and the five-word one that
-//! every key hashed with until session 19 and IPv6 keys still use.
+//! IPv6 keys use.
 //!
 //! `cargo bench -p tollgate-router --bench flow_hash`
 //!

@@ -178,8 +178,8 @@ pub struct ReconfigReport {
 /// 128 KiB, four times the lines for the dequeue's count of every packet:
 /// without the count Cebinae forwarded 0.52-0.54 of plain forwarding
 /// against 0.46-0.50 with it. The 8-byte slot gave 0.449 -> 0.477 (1,024
-/// flows) and 0.494 -> 0.507 (100,000) in six alternating rounds
-/// (router/DPDK.md, session 17).
+/// flows) and 0.494 -> 0.507 (100,000) in six alternating rounds of
+/// `tollgate-dpdk-bench`.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(8))]
 struct Slot {
@@ -205,7 +205,7 @@ struct Detector {
     /// L1, instead of loading two lines of the top table. A set bit may
     /// be another flow's; the table decides, so the answer is exact. It
     /// pays where a few heavy flows share a saturated port with many
-    /// light ones (router/DPDK.md, session 16: `tollgate-dpdk-bench
+    /// light ones (`tollgate-dpdk-bench
     /// --rate 2Gbit --heavy 16:0.5`, 1,024 flows, rx 0.40-0.42 -> 0.43-0.45
     /// of forward). Boxed: inline, it would make every discipline enum
     /// value 1 KiB.

@@ -254,9 +254,9 @@ fn dumbbell_rtt_misses(dir: &Path) -> Vec<String> {
     // even with the handshake's sample it measured 101.0-102.3 ms in 3 runs
     // (data packets alone: 1.1-2.6 ms above in 10 runs; alone on the path:
     // 100.2 ms). That is queueing and host delay, not emulation error; it
-    // is reported (tools/README.md, Testbed) rather than hidden by
+    // is reported (docs/testbed.md) rather than hidden by
     // staggering the starts. The same inflation reached Libra once, in
-    // one of about 20 CI runs (session 25: 54.5 ms, the handshake's sample
+    // one of about 20 CI runs (54.5 ms, the handshake's sample
     // included, with the other three flows within their bounds and the
     // router stalled for 14 ms): hence the repeat in the test above.
     let mut rtt_misses = Vec::new();
@@ -509,7 +509,7 @@ rtt = "20ms"
     assert!(r.flows.iter().any(|f| f.cca.starts_with("quiche")));
 }
 
-/// Issue 12, build item 4, as far as CI can take it: a `[testbed]` table
+/// Real hosts, as far as CI can take them: a `[testbed]` table
 /// names the hosts and the router's ports instead of letting the testbed
 /// build namespaces. The "hosts" here are two namespaces this test builds
 /// and reaches with `ip netns exec NS sh -c` (a command that runs a shell
@@ -618,7 +618,7 @@ const SIM_VS_TESTBED_PARKING_LOT: &str =
 ///
 /// The simulations are deterministic; the testbed runs in real time on a
 /// shared host, where other work can take the router's or the load
-/// generator's CPU for seconds (a red CI rehearsal of 2026-11-23, with
+/// generator's CPU for seconds (a CI rehearsal with
 /// clippy and tests running beside it: the 10 ms flow got 32.3 Mbit/s and
 /// the 160 ms flow 49.5, against about 76 and 3.5 on a quiet host). So a
 /// testbed run that disagrees is repeated once, with its problems and the
@@ -744,7 +744,7 @@ fn testbed_disagreements(
     problems
 }
 
-/// Issue 12, test 2: the same scenario file (tools/scenarios/sim-vs-testbed.toml:
+/// Sim against testbed: the same scenario file (tools/scenarios/sim-vs-testbed.toml:
 /// Tollgate QUIC NewReno at 10, 40 and 160 ms through a 100 Mbit/s
 /// drop-tail, 40 s, measured from 10 s) through `tollgate sim` with seeds
 /// 1-3 and once through `tollgate testbed`: every sim seed ranks the flows
@@ -1008,9 +1008,9 @@ fn flood_run(discipline: &'static str, rate: FloodRate) -> FloodRun {
     // QUIC's initial 1200 bytes: path MTU discovery raises the datagram
     // size in some runs and not in others. Measured: DropTail runs average
     // 1,288 bytes per datagram, CHOKe and Cebinae runs (40-55 % of the
-    // flood dropped, probes included) stay at 1,200. So the CI failure of
-    // 2026-11-23, a DropTail run that "offered only 27.8 Mbit/s" counted
-    // at 1200 bytes, was a full link and a full-rate flood.
+    // flood dropped, probes included) stay at 1,200. So a DropTail run that
+    // seemed to offer only 27.8 Mbit/s, counted at 1,200 bytes, was a full
+    // link and a full-rate flood.
     let active_s = r.summary.duration_s - flood.start_s;
     let flood_sent_bytes = flood
         .sent_bytes
@@ -1095,7 +1095,7 @@ fn flood_runs(rate: FloodRate) -> Vec<FloodRun> {
     runs
 }
 
-/// Issue 12, test 3, the version that gates CI: the flood scenario at a
+/// Router fairness against a flood, the version that gates CI: the flood scenario at a
 /// 20 Mbit/s bottleneck with a 30 Mbit/s flood (still 1.5x), a load this
 /// 2-core VM carries with debug builds while it runs other work. CHOKe and
 /// Cebinae (documented defaults) must each give the kernel TCP flow at
@@ -1124,7 +1124,7 @@ fn choke_and_cebinae_protect_tcp_against_a_flood_at_20_mbit() {
     }
 }
 
-/// Issue 12, test 3: CHOKe and Cebinae (at their documented defaults)
+/// Router fairness against a flood: CHOKe and Cebinae (at their documented defaults)
 /// protect a kernel TCP CUBIC flow against an unresponsive 150 Mbit/s
 /// Tollgate QUIC flood (`cbr`) on a 100 Mbit/s bottleneck better than
 /// DropTail does. DropTail leaves TCP 0.7-1.2 Mbit/s. Cebinae must give
@@ -1133,7 +1133,7 @@ fn choke_and_cebinae_protect_tcp_against_a_flood_at_20_mbit() {
 /// CHOKe's protection of a single TCP flow is weak (1.5-1.9 Mbit/s here,
 /// 1.75 in `tollgate sim`: TCP still loses about 10 % of its packets), 0.4
 /// to 1.2 Mbit/s above DropTail in the same test run, so the bound is
-/// 0.25 Mbit/s above DropTail. tools/README.md, "Router fairness against a
+/// 0.25 Mbit/s above DropTail. docs/testbed.md, "Router fairness against a
 /// flood", has the measurements: on the shared 2-core development VM this
 /// test passed 6 of 16 times (router CPU stalls, a flood sender that cannot
 /// pace 150 Mbit/s in a debug build); on a quiet 2-core VM 3 of 3; it needs

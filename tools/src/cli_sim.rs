@@ -26,7 +26,7 @@ writes its results marked partial (\"partial\": true, \"reached_s\" in results.j
 later sweep points are not run; exit code 130. A second Ctrl-C aborts at once."
 )]
 pub struct SimArgs {
-    /// The scenario file (see tools/README.md for the format).
+    /// The scenario file (see docs/scenarios.md for the format).
     pub scenario: PathBuf,
     /// Results root; the run writes `<out>/<name>/`.
     #[arg(long, default_value = "results")]

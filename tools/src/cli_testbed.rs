@@ -41,7 +41,7 @@ links it crosses. Ports in results.json: fwd1..fwdN, rev1..revN, as in sim.
 
 With a [testbed] table in the scenario it runs on the hosts and router ports
 the table names instead of namespaces (real hosts over ssh, a 10 GbE NIC's
-PCI ports; tools/README.md, section On real hosts and NICs); --pmd is then unused.
+PCI ports; docs/testbed.md, section On real hosts and NICs); --pmd is then unused.
 
 The router binary: --router-bin, else $TOLLGATE_ROUTER_BIN, else
 tollgate-router next to this tollgate binary, else on PATH. Build it with
@@ -249,7 +249,7 @@ pub fn testbed(args: TestbedArgs) -> anyhow::Result<ExitCode> {
             "error: {lost} were lost outside the router's discipline: this machine did not \
              carry the scenario exactly, so Jain's index and the fairness ratio are not \
              reported. Lower topology.bottleneck.rate or the number of flows, or give the \
-             router a CPU of its own (--router-lcore); tools/README.md (Testbed) has the rates \
+             router a CPU of its own (--router-lcore); docs/testbed.md has the rates \
              measured here"
         );
         failed = true;

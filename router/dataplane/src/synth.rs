@@ -40,7 +40,7 @@ const PATCH: usize = 24;
 /// The first version kept a heap frame and a sequence counter per flow: at
 /// 100,000 flows every stamp then read about 110 bytes spread over 8 MB, a
 /// cost no NIC adds, and one that grew with the cache pressure of the case
-/// being measured (router/DPDK.md, session 25).
+/// being measured.
 #[derive(Debug)]
 pub struct Synth {
     /// One frame per (length, DSCP) class.

@@ -5,7 +5,7 @@
 //! the text (every table has `deny_unknown_fields`, so a typo is an error, not
 //! a silently ignored key); [`resolve`] then turns every quantity into numbers
 //! and checks it. Every error names the field path (`flows[1].rtt`), the bad
-//! value and what is allowed. The full reference is in `tools/README.md`.
+//! value and what is allowed. The full reference is in `docs/scenarios.md`.
 //!
 //! | module | holds |
 //! |---|---|
