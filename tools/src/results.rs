@@ -524,43 +524,53 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
             })
             .collect();
     }
-    let w = ((s.metrics.fairness_window_s / dt).round() as usize).max(1);
+    // The fair flows' goodputs over the `window_s` ending at sample k (flows
+    // started by the window's start), where the window fits.
+    let windowed = |k: usize, window_s: f64| -> Option<Vec<f64>> {
+        let w = ((window_s / dt).round() as usize).max(1);
+        if k < w {
+            return None;
+        }
+        let from_t = t[k - w];
+        let x: Vec<f64> = fair_idx
+            .iter()
+            .filter(|&&i| d.flows[i].spec.start_ns as f64 / 1e9 <= from_t + 1e-9)
+            .map(|&i| {
+                let f = &d.flows[i];
+                f.rx[k].saturating_sub(f.rx[k - w]) as f64 * 8.0 / (t[k] - from_t).max(1e-9) / 1e6
+            })
+            .collect();
+        (x.len() >= 2).then_some(x)
+    };
     for k in 0..n {
-        let ready = k + 1 > w;
-        let (j, r) = if ready {
-            let from_t = t[k - w];
-            let x: Vec<f64> = fair_idx
-                .iter()
-                .filter(|&&i| {
-                    let sp = &d.flows[i].spec;
-                    sp.start_ns as f64 / 1e9 <= from_t + 1e-9
-                })
-                .map(|&i| {
-                    let f = &d.flows[i];
-                    f.rx[k].saturating_sub(f.rx[k - w]) as f64 * 8.0
-                        / (t[k] - from_t).max(1e-9)
-                        / 1e6
-                })
-                .collect();
-            if x.len() >= 2 {
-                (jain(&x), fairness_ratio(&x))
-            } else {
-                (None, None)
-            }
-        } else {
-            (None, None)
-        };
-        series.jain.push(j);
-        series.fairness_ratio.push(r);
+        let x = windowed(k, s.metrics.fairness_window_s);
+        series.jain.push(x.as_deref().and_then(jain));
+        series
+            .fairness_ratio
+            .push(x.as_deref().and_then(fairness_ratio));
     }
+    // "Time to fairness" follows the ratio over its own window (its
+    // resolution), the series' when they are the same.
+    let target_ratio: Vec<Option<f64>> =
+        if (s.metrics.target_window_s - s.metrics.fairness_window_s).abs() < 1e-12 {
+            series.fairness_ratio.clone()
+        } else {
+            (0..n)
+                .map(|k| {
+                    windowed(k, s.metrics.target_window_s)
+                        .as_deref()
+                        .and_then(fairness_ratio)
+                })
+                .collect()
+        };
     let time_to_target = time_to_ratio(
         t,
-        &series.fairness_ratio,
-        s.metrics.measure_from_s + s.metrics.fairness_window_s,
+        &target_ratio,
+        s.metrics.measure_from_s + s.metrics.target_window_s,
         s.metrics.target_fairness_ratio,
         s.metrics.hold_s,
     )
-    .map(|x| x + s.metrics.fairness_window_s);
+    .map(|x| x + s.metrics.target_window_s);
 
     // Ports.
     let mut ports = Vec::new();

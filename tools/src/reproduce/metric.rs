@@ -134,7 +134,7 @@ impl Metric {
 
     /// What the metric can take in scenario `s`: a max/min ratio is at
     /// least 1; Jain's index and a share at most 1; the time to reach the
-    /// target ratio, measured in `metrics.fairness_window` windows from
+    /// target ratio, measured in `metrics.target_window` windows from
     /// the measurement start, at least one window. A quotient of two terms
     /// has no bounds.
     pub fn bounds(&self, s: &Scenario) -> Bounds {
@@ -142,9 +142,7 @@ impl Metric {
             return Bounds::default();
         }
         let (floor, ceiling) = match &self.num {
-            Term::Summary(n) if n == "time_to_target_s" => {
-                (Some(s.metrics.fairness_window_s), None)
-            }
+            Term::Summary(n) if n == "time_to_target_s" => (Some(s.metrics.target_window_s), None),
             Term::Summary(n) if n == "fairness_ratio" => (Some(1.0), None),
             Term::Summary(n) if n == "jain" || n.ends_with(".share") => (None, Some(1.0)),
             Term::MedianWindowRatio | Term::Ratio(_) => (Some(1.0), None),
@@ -310,6 +308,25 @@ mod tests {
         assert!((m.unwrap() - 0.9).abs() < 1e-12, "{m:?}");
         let (m, _) = run_averaged_windows(&windows, 4.0);
         assert!((m.unwrap() - 1.0).abs() < 1e-12, "{m:?}");
+    }
+
+    #[test]
+    fn a_time_to_target_is_bounded_below_by_its_window() {
+        let text = |extra: &str| {
+            format!(
+                "name = \"t\"\nduration = \"10s\"\n[topology]\nkind = \"dumbbell\"\n\
+                 bottleneck = {{ rate = \"10Mbit\", delay = \"1ms\" }}\n[[flows]]\nname = \"a\"\n\
+                 cca = \"newreno\"\nrtt = \"10ms\"\n[metrics]\n{extra}"
+            )
+        };
+        let m = Metric::parse("time_to_target_s").unwrap();
+        let floor = |extra: &str| {
+            let plan = crate::scenario::parse_plan(&text(extra)).unwrap();
+            m.bounds(&plan.runs[0]).floor
+        };
+        assert_eq!(floor(""), Some(1.0), "the fairness window by default");
+        assert_eq!(floor("target_window = \"100ms\"\n"), Some(0.1));
+        assert!(crate::scenario::parse_plan(&text("target_window = \"10ms\"\n")).is_err());
     }
 
     #[test]

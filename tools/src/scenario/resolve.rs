@@ -610,6 +610,17 @@ fn resolve_metrics(
             "a number >= 1",
         ));
     }
+    let target_window_s = match &m.target_window {
+        Some(t) => dur("metrics.target_window", t)?,
+        None => fairness_window_s,
+    };
+    if target_window_s < sample_interval_s {
+        return Err(ScenarioError::new(
+            "metrics.target_window",
+            format!("{target_window_s}s"),
+            format!(">= sample_interval ({sample_interval_s}s)"),
+        ));
+    }
     let hold_s = match &m.hold {
         Some(t) => dur("metrics.hold", t)?,
         None => 1.0,
@@ -618,6 +629,7 @@ fn resolve_metrics(
         measure_from_s,
         fairness_window_s,
         target_fairness_ratio,
+        target_window_s,
         hold_s,
     })
 }

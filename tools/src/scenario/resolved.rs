@@ -98,6 +98,9 @@ pub struct MetricSpec {
     pub fairness_window_s: f64,
     /// Target fairness ratio.
     pub target_fairness_ratio: f64,
+    /// Window of the ratio `time_to_target_s` follows, seconds: its
+    /// resolution and least value.
+    pub target_window_s: f64,
     /// Hold time, seconds.
     pub hold_s: f64,
 }

@@ -144,6 +144,9 @@ pub struct RawMetrics {
     pub fairness_window: Option<String>,
     /// Target fairness ratio for "time to fairness" (default 1.5).
     pub target_fairness_ratio: Option<f64>,
+    /// Window of the ratio "time to fairness" follows, which is also its
+    /// resolution and least value (default: `fairness_window`).
+    pub target_window: Option<String>,
     /// How long the ratio must stay at or below the target (default 1s).
     pub hold: Option<String>,
 }
