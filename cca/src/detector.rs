@@ -1,5 +1,5 @@
-//! RTT-rise congestion detector gating the sender-side tax (algorithms.md §2,
-//! from the sender-side taxation authors' ns-3 code).
+//! RTT-rise congestion detector gating the sender-side tax (from the
+//! sender-side taxation authors' ns-3 code).
 //!
 //! A ring of `ring` RTT samples, one taken at most every `interval`; samples
 //! older than `expiry` are ignored. The path is **congested** when

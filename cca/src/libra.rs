@@ -14,7 +14,7 @@
 //! so the window grows `alpha * T^2 / (T + T0)` packets per RTT and the *rate*
 //! grows `alpha / (T + T0)` packets/s per second, nearly RTT-free for `T << T0`.
 //! On a congestion event `w = w * T1 / (2 (T + T0))` and `ssthresh = w`
-//! (algorithms.md §1 interprets the paper's garbled decrease this way; its
+//! (our reading of the paper's garbled decrease; its
 //! fluid model's decrease amount is `w - T1 w / (2 (T + T0))`). With
 //! `T << T0` the equilibrium rate is `x = sqrt(alpha (1 - p) / p)`, independent
 //! of the RTT. Paper defaults: `T0 = T1 = 1 s`, `k1 = k2 = 2`.
@@ -171,7 +171,7 @@ pub const ALGORITHM: Algorithm = Algorithm {
     name: "libra",
     variant: VariantId::LIBRA,
     summary: "RTT-fair window rule w += alpha T^2/((T+T0) w), capacity from CapProbe",
-    source: "Marfia et al., TCP Libra (algorithms.md §1)",
+    source: "Marfia et al., TCP Libra",
     takes_base: false,
     params: PARAMS,
     build: |args, _base, env| Ok(Box::new(Libra::new(LibraConfig::from_args(args)?, env))),

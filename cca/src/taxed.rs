@@ -1,5 +1,5 @@
 //! Sender-side taxation (Brown & Kaur, "Addressing Legacy Challenge of RTT
-//! Unfairness using Sender-Side Taxation"; algorithms.md §2): a wrapper that
+//! Unfairness using Sender-Side Taxation", poster): a wrapper that
 //! taxes any base algorithm's window.
 //!
 //! After the base algorithm processes an ACK that grew its window from `w0` to
@@ -174,7 +174,7 @@ pub const ALGORITHM: Algorithm = Algorithm {
     name: "taxed",
     variant: VariantId::UNMARKED,
     summary: "wraps a base CCA: w -= tau * w on window growth, gated by an RTT-rise detector",
-    source: "Brown & Kaur sender-side taxation poster (algorithms.md §2)",
+    source: "Brown & Kaur sender-side taxation poster",
     takes_base: true,
     params: PARAMS,
     build: |args, base, _env| {

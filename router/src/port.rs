@@ -90,7 +90,7 @@ impl Ingress {
     /// [`Ingress::classify_compact`] leaves `flow_hash` at 0 instead of
     /// hashing the 5-tuple: for ports whose disciplines never read it
     /// ([`Qdisc::reads_flow_hash`]; the hash was about 15 % of the
-    /// single-lcore loop's own samples in a RED profile, see router/DPDK.md).
+    /// single-lcore loop's own samples in a RED profile).
     pub fn with_flow_hash(mut self, on: bool) -> Self {
         self.hash_flows = on;
         self
@@ -296,7 +296,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
     /// leave up to a burst in the discipline even when the link is idle:
     /// RED's and CHOKe's average queue then reads the loop's batching as
     /// congestion (with the default `min_th` of 5 packets, a 32-packet burst
-    /// made them drop 12-14 % of the bench's uncongested load; router/DPDK.md).
+    /// made them drop 12-14 % of the bench's uncongested load).
     ///
     /// A packet that finds the delay line bypassable and the transmit slot
     /// free takes [`Qdisc::enqueue_dequeue`], the same enqueue and dequeue

@@ -1,4 +1,5 @@
-//! Fairness metrics, as defined in algorithms.md section 8.
+//! Fairness metrics: Jain's index, the max/min ratio, and the time until
+//! a windowed ratio reaches a target and holds it.
 //!
 //! - Jain's index over throughputs `x_i`: `(sum x)^2 / (n * sum x^2)`
 //!   (1 = perfectly fair, `1/n` = one flow takes everything).

@@ -159,7 +159,7 @@ fn newreno_short_rtt_flow_gets_well_over_twice_the_long_one() {
     assert!(r.summary.utilization > 0.95);
 }
 
-/// TCP Libra's property (Marfia et al.; algorithms.md section 1): the window
+/// TCP Libra's property (Marfia et al.): the window
 /// grows `alpha T^2 / (T + T0)` packets per RTT, so the rate grows
 /// `alpha / (T + T0)` packets/s per second, nearly independent of the RTT for
 /// `T << T0`; the equilibrium rate `sqrt(alpha (1 - p) / p)` does not depend

@@ -194,7 +194,7 @@ impl Drop for Mbuf {
 /// hash, and the small fields), every move went through the stack, and the
 /// copy's wide loads could not be forwarded from the narrower stores that
 /// had just built it: 14-19 % of `Router::run_pipeline`'s samples in the
-/// DropTail profile (router/DPDK.md, "Store-forwarding stalls"). A ring slot
+/// DropTail profile (store-forwarding stalls). A ring slot
 /// is a quarter of a cache line.
 #[derive(Debug)]
 pub struct Pkt {

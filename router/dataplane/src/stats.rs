@@ -3,7 +3,7 @@
 //! accounting; and [`Published`], which hands snapshots from the
 //! forwarding loop to the threads that format them.
 //!
-//! Accounting (DESIGN.md decision 5), over the whole router:
+//! Accounting, over the whole router:
 //! `rx = tx + dropped + queued`, where `rx` counts frames taken from RX
 //! queues, `tx` frames accepted by TX queues, `dropped` every drop (library
 //! reasons per egress pipeline, plus `tx_full` when a TX queue refused a
