@@ -448,23 +448,6 @@ impl<P: PacketHandle> Rrmqs<P> {
         let secs = end.saturating_since(start).as_secs_f64().max(1e-12);
         let per_flow =
             |pkts: u64, flows: u64| (flows > 0).then(|| pkts as f64 / flows as f64 / secs);
-        // `delay` mode acts on each index relative to the window's mean index
-        // over the variants that have one (rrmqs_feedback's module doc).
-        let mean_index = {
-            let (mut sum, mut n) = (0.0, 0u32);
-            for t in &self.tally {
-                if let (Some(a), Some(b)) = (
-                    per_flow(t.main_packets, t.main_flows),
-                    per_flow(t.rr_packets, t.rr_flows),
-                ) {
-                    if b > 0.0 {
-                        sum += a / b;
-                        n += 1;
-                    }
-                }
-            }
-            (n > 0 && sum > 0.0).then(|| sum / f64::from(n))
-        };
         let (mut sum, mut sum_sq, mut n) = (0.0, 0.0, 0u32);
         for (k, t) in self.tally.iter().enumerate() {
             let v = per_flow(t.main_packets, t.main_flows);
@@ -473,14 +456,6 @@ impl<P: PacketHandle> Rrmqs<P> {
                 (Some(a), Some(b)) if b > 0.0 => Some(a / b),
                 _ => None,
             };
-            if self.cfg.feedback {
-                let acted_on = match (self.law.mode, mean_index) {
-                    (FeedbackMode::Delay, Some(m)) => index.map(|i| i / m),
-                    _ => index,
-                };
-                self.loops[k] = self.law.next(self.loops[k], acted_on);
-            }
-            let feedback = self.loops[k].action;
             if let Some(i) = index {
                 sum += i;
                 sum_sq += i * i;
@@ -495,8 +470,22 @@ impl<P: PacketHandle> Rrmqs<P> {
                 v,
                 v_prime,
                 index,
-                feedback,
+                feedback: self.loops[k].action,
             };
+        }
+        // The feedback for the next window. `delay` mode acts on each index
+        // relative to the window's mean index over the variants that have
+        // one (rrmqs_feedback's module doc).
+        if self.cfg.feedback {
+            let mean_index = (n > 0 && sum > 0.0).then(|| sum / f64::from(n));
+            for (k, w) in self.latest.variants.iter_mut().enumerate() {
+                let acted_on = match (self.law.mode, mean_index) {
+                    (FeedbackMode::Delay, Some(m)) => w.index.map(|i| i / m),
+                    _ => w.index,
+                };
+                self.loops[k] = self.law.next(self.loops[k], acted_on);
+                w.feedback = self.loops[k].action;
+            }
         }
         self.latest.start = start;
         self.latest.end = end;

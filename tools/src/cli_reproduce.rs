@@ -107,7 +107,11 @@ fn print_rows(results: &[reproduce::Judged<'_>]) {
                 .map_or("-".into(), |p| format!("{:.3}", p.centre()));
             println!(
                 "{:<8} {:<44} published {:>8}  ours {:>8}  {}",
-                j.experiment.name, r.label, published, ours, r.verdict
+                j.experiment.name,
+                r.label,
+                published,
+                ours,
+                r.verdict_text()
             );
         }
     }
@@ -190,11 +194,6 @@ fn has_results(dir: &Path, depth: u32) -> bool {
         })
 }
 
-/// Whether this invocation starts runs (not --report-only or --values-from).
-fn todo_runs(a: &ReproduceArgs, stored: &Option<reproduce::StoredReport>) -> bool {
-    !a.report_only && stored.is_none()
-}
-
 /// Run `tollgate reproduce`.
 pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let dir = experiments_dir(a.experiments.as_deref());
@@ -255,7 +254,9 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let before = total - unfinished.len();
-    let todo = if a.report_only || stored.is_some() {
+    // --report-only and --values-from start no run.
+    let starts_runs = !a.report_only && stored.is_none();
+    let todo = if !starts_runs {
         if !a.pool.quiet && !unfinished.is_empty() {
             eprintln!(
                 "--report-only: {} of {total} runs not finished are left out of the report",
@@ -266,7 +267,7 @@ pub fn reproduce(a: ReproduceArgs) -> anyhow::Result<ExitCode> {
     } else {
         unfinished
     };
-    if !a.pool.quiet && todo_runs(&a, &stored) {
+    if !a.pool.quiet && starts_runs {
         eprintln!(
             "reproduce {}: {total} runs, {before} already finished, {} to run, {} at a time; results in {}",
             chosen

@@ -450,6 +450,15 @@ fn bad_manifests_and_names_are_refused_with_the_field_and_the_fix() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `tollgate reproduce --all EXTRA --out OUT --experiments EXPS`.
+fn all_in(exps: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["reproduce", "--all"];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    args.extend(["--experiments", exps.to_str().unwrap()]);
+    run(&args)
+}
+
 #[test]
 fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
     // An earlier report's values: a row whose mean sits inside the band
@@ -474,17 +483,11 @@ fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
     let file = dir.join("earlier.json");
     std::fs::write(&file, stored.to_string()).unwrap();
     let out = dir.join("out");
-    let o = run(&[
-        "reproduce",
-        "--all",
-        "--no-plots",
-        "--values-from",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--experiments",
-        exps.to_str().unwrap(),
-    ]);
+    let o = all_in(
+        &exps,
+        &out,
+        &["--no-plots", "--values-from", file.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&out);
     let rows = report["experiments"][0]["rows"].as_array().unwrap();
@@ -514,41 +517,18 @@ fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
     );
     // Judging again with the report's own directory as --out: its plots do
     // not count as runs.
-    let o = run(&[
-        "reproduce",
-        "--all",
-        "--values-from",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--experiments",
-        exps.to_str().unwrap(),
-    ]);
+    let o = all_in(&exps, &out, &["--values-from", file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(out.join("fixture/rows.svg").is_file());
     assert!(report_json(&out)["experiments"][0]["values"].is_string());
     // Once the experiment has runs under --out, they are what it reports.
-    let o = run(&[
-        "reproduce",
-        "--all",
-        "--no-plots",
-        "--out",
-        out.to_str().unwrap(),
-        "--experiments",
-        exps.to_str().unwrap(),
-    ]);
+    let o = all_in(&exps, &out, &["--no-plots"]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = run(&[
-        "reproduce",
-        "--all",
-        "--no-plots",
-        "--values-from",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--experiments",
-        exps.to_str().unwrap(),
-    ]);
+    let o = all_in(
+        &exps,
+        &out,
+        &["--no-plots", "--values-from", file.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&out);
     let e = &report["experiments"][0];
@@ -558,17 +538,15 @@ fn values_from_an_earlier_report_are_judged_again_by_the_rules() {
     assert!(e["runs"].as_str().unwrap().ends_with("fixture"), "{e}");
     // That report judged again elsewhere names the runs it came from.
     let again = dir.join("again");
-    let o = run(&[
-        "reproduce",
-        "--all",
-        "--no-plots",
-        "--values-from",
-        out.join("reproduce.json").to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-        "--experiments",
-        exps.to_str().unwrap(),
-    ]);
+    let o = all_in(
+        &exps,
+        &again,
+        &[
+            "--no-plots",
+            "--values-from",
+            out.join("reproduce.json").to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let e = &report_json(&again)["experiments"][0];
     let values = e["values"].as_str().unwrap();

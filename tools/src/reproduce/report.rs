@@ -126,6 +126,21 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+impl RowResult {
+    /// The verdict as the report and the command's summary print it: an
+    /// inconclusive row with an interval but no seed count needs more than
+    /// [`super::verdict::MAX_SEEDS`].
+    pub fn verdict_text(&self) -> String {
+        match (self.verdict, &self.ours) {
+            (Verdict::Inconclusive { seeds_needed: None }, Some(o)) if o.n >= 2 => format!(
+                "inconclusive (more than {} seeds would be needed)",
+                super::verdict::MAX_SEEDS
+            ),
+            (v, _) => v.to_string(),
+        }
+    }
+}
+
 /// Rows by verdict.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 struct Counts {
@@ -308,13 +323,7 @@ fn markdown(info: &ReportInfo, results: &[Judged<'_>]) -> String {
                 (Some(t), Some([lo, hi])) => format!("{t} ({}–{})", num(lo), num(hi)),
                 _ => "-".into(),
             };
-            let mut verdict = match (r.verdict, &r.ours) {
-                (Verdict::Inconclusive { seeds_needed: None }, Some(o)) if o.n >= 2 => format!(
-                    "inconclusive (more than {} seeds would be needed)",
-                    super::verdict::MAX_SEEDS
-                ),
-                (v, _) => v.to_string(),
-            };
+            let mut verdict = r.verdict_text();
             if matches!(r.verdict, Verdict::Differs { .. }) {
                 match &r.evidence {
                     Some(e) => {
