@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Args;
 use tollgate_cca::units::parse_duration;
+use tollgate_metrics_http::{MetricsServer, ServerConfig};
 use tollgate_tools::load::{self, environment, LoadOptions};
 use tollgate_tools::scenario::kind::{parse_quick, FlowKind};
 use tollgate_tools::{experiment, plot, results, scenario, serve};
@@ -68,7 +69,7 @@ pub struct ServeArgs {
     /// more are refused (counted in the metrics).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
-    /// Serve live Prometheus metrics on this address (any path, e.g. /metrics).
+    /// Serve live Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
     /// Stop after this long (default: until Ctrl-C).
@@ -226,9 +227,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let metrics = match args.metrics {
         Some(addr) => {
-            let (bound, h) = serve::serve_metrics(addr, server.live.clone(), server.stop_flag())?;
-            eprintln!("metrics on http://{bound}/metrics");
-            Some(h)
+            let live = server.live.clone();
+            let metrics = MetricsServer::start(addr, ServerConfig::default(), move || {
+                live.render_prometheus()
+            })
+            .with_context(|| format!("bind --metrics {addr}"))?;
+            eprintln!("metrics on http://{}/metrics", metrics.local_addr());
+            Some(metrics)
         }
         None => None,
     };
@@ -238,8 +243,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let live = server.live.clone();
     let summary = server.stop();
-    if let Some(h) = metrics {
-        let _ = h.join();
+    if let Some(metrics) = metrics {
+        metrics.stop();
     }
     let q = &summary.quic;
     println!(

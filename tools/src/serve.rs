@@ -10,8 +10,9 @@
 //! control the client asked for, if `--allow-cca` permits it.
 //!
 //! Live totals (connections, bytes, per-variant bytes) are kept in atomics
-//! that the QUIC workers refresh every [`SCAN`], and served as Prometheus
-//! text by [`serve_metrics`].
+//! that the QUIC workers refresh every [`SCAN`]; [`Live::render_prometheus`]
+//! encodes them for `tollgate serve --metrics` (served by
+//! `tollgate-metrics-http`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -468,45 +469,4 @@ impl Server {
         }
         ServeSummary { quic: total }
     }
-
-    /// The stop flag (set it to stop every thread).
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
-    }
-}
-
-/// Serve `live`'s Prometheus text on any GET to `addr` until `stop`.
-pub fn serve_metrics(
-    addr: SocketAddr,
-    live: Arc<Live>,
-    stop: Arc<AtomicBool>,
-) -> anyhow::Result<(SocketAddr, JoinHandle<()>)> {
-    use std::io::{Read, Write};
-    let listener = TcpListener::bind(addr).with_context(|| format!("bind --metrics {addr}"))?;
-    let bound = listener.local_addr()?;
-    listener.set_nonblocking(true)?;
-    let h = std::thread::Builder::new()
-        .name("serve-metrics".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut s, _)) => {
-                        let _ = s.set_nonblocking(false);
-                        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-                        let mut req = [0u8; 1024];
-                        let _ = s.read(&mut req);
-                        let body = live.render_prometheus();
-                        let head = format!(
-                            "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        );
-                        let _ = s
-                            .write_all(head.as_bytes())
-                            .and_then(|_| s.write_all(body.as_bytes()));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
-            }
-        })?;
-    Ok((bound, h))
 }

@@ -51,7 +51,7 @@ pub struct RouterConfig {
     /// Stats print / Prometheus refresh interval. Default "1s"; "0s" disables printing.
     #[serde(default = "d_stats")]
     pub stats_interval: String,
-    /// Serve Prometheus text on this address (e.g. "127.0.0.1:9464").
+    /// Serve Prometheus text at http://ADDR/metrics on this address (e.g. "127.0.0.1:9464").
     #[serde(default)]
     pub prometheus: Option<String>,
     /// Stop by itself after this long (also `--duration`).

@@ -2,7 +2,8 @@
 //!
 //! The DPDK dataplane (cargo feature `dpdk`): binding, port setup, the
 //! burst-oriented forwarding loop around the library's pipeline, stats,
-//! Prometheus endpoint, pcap capture and L3 forwarding.
+//! Prometheus endpoint (served by `tollgate-metrics-http`), pcap capture and
+//! L3 forwarding.
 //!
 //! | module | what |
 //! |---|---|
@@ -15,7 +16,6 @@
 //! | [`pipeline`] | the multi-core mode: RX/classify workers, rings, one scheduler lcore per egress |
 //! | [`l3`] | static routes, neighbours, ARP / NDP answers |
 //! | [`stats`] | snapshots and their hand-over ([`stats::Published`]), text table, OpenMetrics text, accounting |
-//! | [`http`] | the Prometheus endpoint |
 //! | [`pcap`] | size-bounded capture |
 //! | [`synth`] | synthetic frames for net_null benchmarks and tests |
 //! | [`logging`] | the binaries' log output (tracing-subscriber on stderr, `RUST_LOG` / `-v`) |
@@ -42,8 +42,6 @@ pub mod dataplane;
 pub mod eal;
 #[cfg(feature = "dpdk")]
 pub mod ffi;
-#[cfg(feature = "dpdk")]
-pub mod http;
 #[cfg(feature = "dpdk")]
 pub mod l3;
 #[cfg(feature = "dpdk")]

@@ -495,9 +495,9 @@ impl Snapshot {
     }
 }
 
-/// The `Content-Type` of [`Snapshot::render_prometheus`]'s output.
-pub const OPENMETRICS_CONTENT_TYPE: &str =
-    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `Content-Type` of [`Snapshot::render_prometheus`]'s output (defined
+/// by the metrics server).
+pub use tollgate_metrics_http::OPENMETRICS_CONTENT_TYPE;
 
 /// A label value written with the text format's escapes: backslash, double
 /// quote and newline become `\\`, `\"` and `\n`. (prometheus-client 0.24

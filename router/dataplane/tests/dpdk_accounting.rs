@@ -352,17 +352,22 @@ fn prometheus_endpoint_serves_counters() {
         .arg("3s")
         .arg("--")
         .args(eal_args("tg-prom", &["net_null0", "net_null1"]));
+    let get = move |path: &str| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        Some(body)
+    };
     let fetch = std::thread::spawn(move || {
         for _ in 0..40 {
             std::thread::sleep(std::time::Duration::from_millis(100));
-            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-                let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
-                let mut body = String::new();
-                let _ = s.read_to_string(&mut body);
+            if let Some(body) = get("/metrics") {
                 if body.contains("tollgate_egress_tx_packets_total")
                     && body.contains("tollgate_cebinae_top_flows")
                 {
-                    return Some(body);
+                    // Only /metrics is served.
+                    return Some((body, get("/").unwrap_or_default()));
                 }
             }
         }
@@ -376,8 +381,9 @@ fn prometheus_endpoint_serves_counters() {
             "DPDK EAL init failed",
         );
     }
-    let body = fetch.join().unwrap().expect("metrics served while running");
+    let (body, other) = fetch.join().unwrap().expect("metrics served while running");
     assert!(body.starts_with("HTTP/1.1 200 OK"));
+    assert!(other.starts_with("HTTP/1.1 404 Not Found"), "{other}");
     assert!(
         body.contains("Content-Type: application/openmetrics-text"),
         "{body}"

@@ -20,6 +20,7 @@ use tollgate_dataplane::config::{parse_duration, RouterConfig};
 use tollgate_dataplane::dataplane::{install_signal_handlers, Router, STOP};
 use tollgate_dataplane::eal::Eal;
 use tollgate_dataplane::stats::{Published, Snapshot};
+use tollgate_metrics_http::{MetricsServer, ServerConfig};
 
 fn main() -> ExitCode {
     // clap prints the error with a usage line and exits 2 (0 for --help
@@ -105,12 +106,15 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     // The forwarding loop only publishes numbers; the metrics thread and
     // the printer thread below format them.
     let published = Published::new();
-    let http = match &cfg.prometheus {
+    let metrics = match &cfg.prometheus {
         None => None,
-        Some(addr) => match tollgate_dataplane::http::serve(addr, published.clone()) {
-            Ok(h) => {
-                println!("  prometheus: http://{addr}/metrics");
-                Some(h)
+        Some(addr) => match MetricsServer::start(addr.as_str(), ServerConfig::default(), {
+            let published = published.clone();
+            move || published.latest().render_prometheus()
+        }) {
+            Ok(server) => {
+                println!("  prometheus: http://{}/metrics", server.local_addr());
+                Some(server)
             }
             Err(e) => {
                 eprintln!("error: cannot serve Prometheus on {addr}: {e} (change `prometheus` in the config)");
@@ -210,8 +214,8 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
         if ok { "ok" } else { "MISMATCH" }
     );
     STOP.store(true, Ordering::Relaxed);
-    if let Some(h) = http {
-        let _ = h.join();
+    if let Some(server) = metrics {
+        server.stop();
     }
     // Frees every queued mbuf and closes the ports before EAL cleanup.
     drop(router);
