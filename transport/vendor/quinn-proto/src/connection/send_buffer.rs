@@ -9,6 +9,9 @@ use crate::{VarInt, range_set::RangeSet};
 pub(super) struct SendBuffer {
     /// Data queued by the application but not yet acknowledged. May or may not have been sent.
     unacked_segments: VecDeque<Bytes>,
+    /// The stream offset each of `unacked_segments` started at when written
+    /// (the first one's view may since have been trimmed by an ACK)
+    segment_starts: VecDeque<u64>,
     /// Total size of `unacked_segments`
     unacked_len: usize,
     /// Acknowledged bytes removed from the first segment's view but still held by its allocation
@@ -36,6 +39,7 @@ impl SendBuffer {
     /// Append application data to the end of the stream
     pub(super) fn write(&mut self, data: Bytes) {
         self.unacked_len += data.len();
+        self.segment_starts.push_back(self.offset);
         self.offset += data.len() as u64;
         self.unacked_segments.push_back(data);
     }
@@ -63,10 +67,12 @@ impl SendBuffer {
                 if front.len() <= to_advance {
                     to_advance -= front.len();
                     self.unacked_segments.pop_front();
+                    self.segment_starts.pop_front();
                     self.front_trimmed = 0;
 
                     if self.unacked_segments.len() * 4 < self.unacked_segments.capacity() {
                         self.unacked_segments.shrink_to_fit();
+                        self.segment_starts.shrink_to_fit();
                     }
                 } else {
                     front.advance(to_advance);
@@ -143,20 +149,28 @@ impl SendBuffer {
     pub(super) fn get(&self, offsets: Range<u64>) -> &[u8] {
         let base_offset = self.offset - self.unacked_len as u64;
 
-        let mut segment_offset = base_offset;
-        for segment in self.unacked_segments.iter() {
-            if offsets.start >= segment_offset
-                && offsets.start < segment_offset + segment.len() as u64
-            {
-                let start = (offsets.start - segment_offset) as usize;
-                let end = (offsets.end - segment_offset) as usize;
-
-                return &segment[start..end.min(segment.len())];
-            }
-            segment_offset += segment.len() as u64;
+        // Binary search on the segments' start offsets instead of a walk
+        // from the first segment: a writer handed a packet's worth of
+        // flow-control credit at a time keeps one segment per packet in
+        // flight, which made every call O(segments in flight).
+        if offsets.start < base_offset || offsets.start >= self.offset {
+            return &[];
         }
-
-        &[]
+        let index = self
+            .segment_starts
+            .partition_point(|&start| start <= offsets.start)
+            - 1;
+        let segment = &self.unacked_segments[index];
+        // The first segment's view starts at `base_offset` once an ACK
+        // trimmed it.
+        let segment_offset = if index == 0 {
+            base_offset
+        } else {
+            self.segment_starts[index]
+        };
+        let start = (offsets.start - segment_offset) as usize;
+        let end = (offsets.end - segment_offset) as usize;
+        &segment[start..end.min(segment.len())]
     }
 
     /// Release abandoned data while preserving the final offset for RESET_STREAM
@@ -395,6 +409,28 @@ mod tests {
         buf.ack(0..16);
         assert_eq!(aggregate_unacked(&buf), &MSG[23..]);
         assert!(buf.acks.is_empty());
+    }
+
+    #[test]
+    fn get_finds_every_offset_in_many_small_segments() {
+        // Segments of varying size, the first one trimmed by an ACK: `get`
+        // must return the same bytes whichever end it searches from.
+        let mut buf = SendBuffer::new();
+        let mut all = Vec::new();
+        for i in 0..200u32 {
+            let seg: Vec<u8> = (0..(1 + i % 7)).map(|j| (i * 7 + j) as u8).collect();
+            all.extend_from_slice(&seg);
+            buf.write(seg.into());
+        }
+        let total = all.len() as u64;
+        while buf.poll_transmit(64).0.end < total {}
+        buf.ack(0..3);
+        for start in 3..total {
+            let got = buf.get(start..total);
+            assert!(!got.is_empty(), "offset {start}");
+            assert_eq!(got, &all[start as usize..start as usize + got.len()], "offset {start}");
+        }
+        assert_eq!(buf.get(total..total + 1), &[] as &[u8]);
     }
 
     fn aggregate_unacked(buf: &SendBuffer) -> Vec<u8> {
