@@ -7,10 +7,12 @@ use tollgate_cca::Time;
 
 use crate::cebinae::Cebinae;
 use crate::choke::Choke;
+use crate::codel::Codel;
 use crate::discipline_config::DisciplineConfig;
 use crate::droptail::DropTail;
 use crate::fq::Fq;
-use crate::qdisc::{ConfigError, Counters, PacketHandle, Qdisc, Verdict};
+use crate::fq_codel::FqCodel;
+use crate::qdisc::{ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
 use crate::red::Red;
 use crate::rrmqs::Rrmqs;
 
@@ -29,6 +31,10 @@ pub enum AnyQdisc<P> {
     Rrmqs(Rrmqs<P>),
     /// FQ (DRR over hashed flow queues).
     Fq(Fq<P>),
+    /// CoDel (one FIFO).
+    Codel(Codel<P>),
+    /// FQ-CoDel.
+    FqCodel(FqCodel<P>),
 }
 
 impl<P: PacketHandle> AnyQdisc<P> {
@@ -41,6 +47,8 @@ impl<P: PacketHandle> AnyQdisc<P> {
             DisciplineConfig::Cebinae(c) => AnyQdisc::Cebinae(Cebinae::new(c)?),
             DisciplineConfig::Rrmqs(c) => AnyQdisc::Rrmqs(Rrmqs::new(c)?),
             DisciplineConfig::Fq(c) => AnyQdisc::Fq(Fq::new(c)?),
+            DisciplineConfig::Codel(c) => AnyQdisc::Codel(Codel::new(c)?),
+            DisciplineConfig::FqCodel(c) => AnyQdisc::FqCodel(FqCodel::new(c)?),
         })
     }
 }
@@ -55,6 +63,8 @@ macro_rules! each {
             AnyQdisc::Cebinae($q) => $e,
             AnyQdisc::Rrmqs($q) => $e,
             AnyQdisc::Fq($q) => $e,
+            AnyQdisc::Codel($q) => $e,
+            AnyQdisc::FqCodel($q) => $e,
         }
     };
 }
@@ -92,5 +102,12 @@ impl<P: PacketHandle> Qdisc<P> for AnyQdisc<P> {
     }
     fn reads_flow_hash(&self) -> bool {
         each!(self, q => q.reads_flow_hash())
+    }
+    #[inline]
+    fn take_dropped(&mut self) -> Option<(P, DropReason)> {
+        each!(self, q => q.take_dropped())
+    }
+    fn acts_outside_verdicts(&self) -> bool {
+        each!(self, q => q.acts_outside_verdicts())
     }
 }

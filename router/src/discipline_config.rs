@@ -27,8 +27,10 @@ use tollgate_cca::{units, VariantId};
 
 use crate::cebinae::CebinaeConfig;
 use crate::choke::ChokeConfig;
+use crate::codel::{CodelConfig, CodelParams};
 use crate::droptail::{DropTailConfig, Limit};
 use crate::fq::FqConfig;
+use crate::fq_codel::FqCodelConfig;
 use crate::qdisc::ConfigError;
 use crate::red::RedConfig;
 use crate::rrmqs::RrmqsConfig;
@@ -48,10 +50,16 @@ pub enum DisciplineConfig {
     Rrmqs(RrmqsConfig),
     /// [`Fq`](crate::fq::Fq).
     Fq(FqConfig),
+    /// [`Codel`](crate::codel::Codel).
+    Codel(CodelConfig),
+    /// [`FqCodel`](crate::fq_codel::FqCodel).
+    FqCodel(FqCodelConfig),
 }
 
 /// The names of the disciplines, as written after `discipline =`.
-pub const DISCIPLINE_NAMES: [&str; 6] = ["droptail", "red", "choke", "cebinae", "rrmqs", "fq"];
+pub const DISCIPLINE_NAMES: [&str; 8] = [
+    "droptail", "red", "choke", "cebinae", "rrmqs", "fq", "codel", "fq_codel",
+];
 
 impl Default for DisciplineConfig {
     fn default() -> Self {
@@ -69,6 +77,8 @@ impl DisciplineConfig {
             DisciplineConfig::Cebinae(_) => "cebinae",
             DisciplineConfig::Rrmqs(_) => "rrmqs",
             DisciplineConfig::Fq(_) => "fq",
+            DisciplineConfig::Codel(_) => "codel",
+            DisciplineConfig::FqCodel(_) => "fq_codel",
         }
     }
 
@@ -81,6 +91,8 @@ impl DisciplineConfig {
             "cebinae" => DisciplineConfig::Cebinae(CebinaeConfig::default()),
             "rrmqs" => DisciplineConfig::Rrmqs(RrmqsConfig::default()),
             "fq" => DisciplineConfig::Fq(FqConfig::default()),
+            "codel" => DisciplineConfig::Codel(CodelConfig::default()),
+            "fq_codel" => DisciplineConfig::FqCodel(FqCodelConfig::default()),
             _ => return None,
         })
     }
@@ -94,6 +106,8 @@ impl DisciplineConfig {
             DisciplineConfig::Cebinae(c) => c.validate(),
             DisciplineConfig::Rrmqs(c) => c.validate(),
             DisciplineConfig::Fq(c) => c.validate(),
+            DisciplineConfig::Codel(c) => c.validate(),
+            DisciplineConfig::FqCodel(c) => c.validate(),
         }
     }
 }
@@ -143,6 +157,11 @@ pub enum DisciplineKeys {
     Rrmqs(RrmqsKeys),
     /// `discipline = "fq"`.
     Fq(FqKeys),
+    /// `discipline = "codel"`.
+    Codel(CodelKeys),
+    /// `discipline = "fq_codel"`.
+    #[serde(rename = "fq_codel")]
+    FqCodel(FqCodelKeys),
 }
 
 impl Default for DisciplineKeys {
@@ -161,6 +180,42 @@ pub struct FqKeys {
     pub buckets: Option<u32>,
     /// Bytes per queue per round. Default 1514.
     pub quantum: Option<u32>,
+}
+
+/// CoDel's keys.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodelKeys {
+    /// Packets queued at most. Default 1000.
+    pub limit: Option<u32>,
+    /// Acceptable standing delay ("5ms"). Default 5 ms.
+    pub target: Option<String>,
+    /// Window of the delay and base of the control law ("100ms"). Default 100 ms.
+    pub interval: Option<String>,
+    /// Mark ECN-capable packets instead of dropping. Default false.
+    pub ecn: Option<bool>,
+}
+
+/// FQ-CoDel's keys.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelKeys {
+    /// Packets queued in all. Default 10240.
+    pub limit: Option<u32>,
+    /// Bytes queued in all. Default 33554432 (32 MiB).
+    pub memory_limit: Option<u64>,
+    /// Flow queues. Default 1024.
+    pub flows: Option<u32>,
+    /// Bytes per queue per round. Default 1514.
+    pub quantum: Option<u32>,
+    /// Packets dropped at most per overflow batch. Default 64.
+    pub drop_batch: Option<u32>,
+    /// CoDel's target ("5ms"). Default 5 ms.
+    pub target: Option<String>,
+    /// CoDel's interval ("100ms"). Default 100 ms.
+    pub interval: Option<String>,
+    /// Mark ECN-capable packets instead of dropping. Default true.
+    pub ecn: Option<bool>,
 }
 
 /// DropTail's keys: at most one of the limits.
@@ -340,6 +395,8 @@ impl DisciplineKeys {
             DisciplineKeys::Cebinae(_) => "cebinae",
             DisciplineKeys::Rrmqs(_) => "rrmqs",
             DisciplineKeys::Fq(_) => "fq",
+            DisciplineKeys::Codel(_) => "codel",
+            DisciplineKeys::FqCodel(_) => "fq_codel",
         }
     }
 
@@ -488,10 +545,42 @@ impl DisciplineKeys {
                 set(&mut c.quantum, &k.quantum);
                 DisciplineConfig::Fq(c)
             }
+            DisciplineKeys::Codel(k) => {
+                outside("limit", k.limit.is_some())?;
+                let mut c = CodelConfig::default();
+                set(&mut c.limit, &k.limit.or(ctx.buffer_packets));
+                codel_keys(name, &mut c.codel, &k.target, &k.interval, k.ecn)?;
+                DisciplineConfig::Codel(c)
+            }
+            DisciplineKeys::FqCodel(k) => {
+                outside("limit", k.limit.is_some())?;
+                let mut c = FqCodelConfig::default();
+                set(&mut c.limit, &k.limit.or(ctx.buffer_packets));
+                set(&mut c.memory_limit, &k.memory_limit);
+                set(&mut c.flows, &k.flows);
+                set(&mut c.quantum, &k.quantum);
+                set(&mut c.drop_batch, &k.drop_batch);
+                codel_keys(name, &mut c.codel, &k.target, &k.interval, k.ecn)?;
+                DisciplineConfig::FqCodel(c)
+            }
         };
         config.validate()?;
         Ok(config)
     }
+}
+
+/// CoDel's keys, shared by `codel` and `fq_codel`.
+fn codel_keys(
+    name: &'static str,
+    c: &mut CodelParams,
+    target: &Option<String>,
+    interval: &Option<String>,
+    ecn: Option<bool>,
+) -> Result<(), ConfigError> {
+    duration(name, "target", target, &mut c.target)?;
+    duration(name, "interval", interval, &mut c.interval)?;
+    set(&mut c.ecn, &ecn);
+    Ok(())
 }
 
 impl RedKeys {
@@ -617,6 +706,39 @@ mod tests {
             ]
         );
         assert_eq!(c.rrmqs_probability, Some(0.3));
+        let DisciplineConfig::Codel(c) =
+            keys("discipline = \"codel\"\ntarget = \"2ms\"\ninterval = \"50ms\"\necn = true")
+                .unwrap()
+                .resolve(&RATE)
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(c.codel.target, Duration::from_millis(2));
+        assert_eq!(c.codel.interval, Duration::from_millis(50));
+        assert!(c.codel.ecn);
+        assert_eq!(c.limit, 1000);
+        let DisciplineConfig::FqCodel(c) = keys(
+            "discipline = \"fq_codel\"\nflows = 256\nquantum = 300\nmemory_limit = 1000000\necn = false\ntarget = \"10ms\"",
+        )
+        .unwrap()
+        .resolve(&RATE)
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!((c.flows, c.quantum, c.memory_limit), (256, 300, 1_000_000));
+        assert_eq!((c.limit, c.drop_batch), (10_240, 64));
+        assert!(!c.codel.ecn);
+        assert_eq!(c.codel.target, Duration::from_millis(10));
+        assert_eq!(c.codel.interval, Duration::from_millis(100));
+        let DisciplineConfig::FqCodel(c) = keys("discipline = \"fq_codel\"")
+            .unwrap()
+            .resolve(&RATE)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(c.codel.ecn, "fq_codel marks by default, as Linux");
     }
 
     #[test]
@@ -661,6 +783,20 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.field, "variants");
         assert!(e.value.contains("newrenoo"), "{e}");
+        let e = keys("discipline = \"fq_codel\"\ntarget = \"5\"")
+            .unwrap()
+            .resolve(&RATE)
+            .unwrap_err();
+        assert_eq!((e.discipline, e.field), ("fq_codel", "target"));
+        assert!(e.valid.contains("unit"), "{e}");
+        let e = keys("discipline = \"codel\"\ntarget = \"200ms\"")
+            .unwrap()
+            .resolve(&RATE)
+            .unwrap_err();
+        assert_eq!((e.discipline, e.field), ("codel", "target"));
+        assert!(e.valid.contains("interval"), "{e}");
+        let e = keys("discipline = \"fq_codel\"\nbuckets = 8").unwrap_err();
+        assert!(e.contains("buckets") && e.contains("flows"), "{e}");
     }
 
     #[test]
@@ -677,6 +813,8 @@ mod tests {
             ("cebinae", "max_size"),
             ("rrmqs", "main_limit"),
             ("fq", "limit"),
+            ("codel", "limit"),
+            ("fq_codel", "limit"),
         ] {
             let k = keys(&format!("discipline = \"{name}\"")).unwrap();
             let c = k.resolve(&ctx).unwrap();
@@ -690,6 +828,8 @@ mod tests {
                 DisciplineConfig::Cebinae(c) => c.max_size as usize,
                 DisciplineConfig::Rrmqs(c) => c.main_limit,
                 DisciplineConfig::Fq(c) => c.limit as usize,
+                DisciplineConfig::Codel(c) => c.limit as usize,
+                DisciplineConfig::FqCodel(c) => c.limit as usize,
             };
             assert_eq!(got, 250, "{name}");
             let e = keys(&format!("discipline = \"{name}\"\n{limit} = 10"))

@@ -62,28 +62,178 @@ impl FqConfig {
 /// No slot.
 const NIL: u32 = u32::MAX;
 
-/// The FQ discipline.
-///
-/// Packets live in one slab of `limit` slots, allocated at construction;
-/// each bucket is a doubly linked list through it (`next`/`prev`), so the
-/// per-packet path never allocates, whatever the number of flows.
+/// The queue of a flow among `queues`: its seeded 5-tuple hash modulo the
+/// number of queues. FQ and FQ-CoDel map flows to queues with this one rule.
+#[inline]
+pub fn queue_of(flow_hash: u64, queues: usize) -> usize {
+    (flow_hash % queues as u64) as usize
+}
+
+/// Many FIFO flow queues over one slab of packet slots allocated at
+/// construction: each queue is a doubly linked list through the slab
+/// (`next`/`prev`), so the per-packet path never allocates, whatever the
+/// number of flows. Each packet keeps the time it was enqueued (FQ-CoDel's
+/// sojourn time). Shared by [`Fq`] and [`crate::fq_codel::FqCodel`].
 #[derive(Debug)]
-pub struct Fq<P> {
+pub(crate) struct FlowQueues<P> {
     slots: Vec<Option<P>>,
+    stamp: Vec<Time>,
     next: Vec<u32>,
     prev: Vec<u32>,
     free: Vec<u32>,
     head: Vec<u32>,
     tail: Vec<u32>,
     count: Vec<u32>,
+    queue_bytes: Vec<u64>,
+    len: usize,
+    bytes: u64,
+}
+
+impl<P: PacketHandle> FlowQueues<P> {
+    /// `queues` empty queues sharing `slots` packet slots.
+    pub(crate) fn new(queues: usize, slots: usize) -> Self {
+        FlowQueues {
+            slots: (0..slots).map(|_| None).collect(),
+            stamp: vec![Time::ZERO; slots],
+            next: vec![NIL; slots],
+            prev: vec![NIL; slots],
+            free: (0..slots as u32).rev().collect(),
+            head: vec![NIL; queues],
+            tail: vec![NIL; queues],
+            count: vec![0; queues],
+            queue_bytes: vec![0; queues],
+            len: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The queue of `p` ([`queue_of`]).
+    #[inline]
+    pub(crate) fn queue_for(&self, p: &P) -> usize {
+        queue_of(p.flow_hash(), self.head.len())
+    }
+
+    /// Number of queues.
+    pub(crate) fn queues(&self) -> usize {
+        self.head.len()
+    }
+
+    /// Whether every slot holds a packet.
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.free.is_empty()
+    }
+
+    /// Append `p`, enqueued at `now`, to queue `q`; the caller has checked
+    /// that a slot is free.
+    #[inline]
+    pub(crate) fn push_back(&mut self, q: usize, p: P, now: Time) {
+        let s = self.free.pop().expect("a free slot below the limit");
+        let len = u64::from(p.len_bytes());
+        self.len += 1;
+        self.bytes += len;
+        self.queue_bytes[q] += len;
+        self.slots[s as usize] = Some(p);
+        self.stamp[s as usize] = now;
+        self.prev[s as usize] = self.tail[q];
+        self.next[s as usize] = NIL;
+        match self.tail[q] {
+            NIL => self.head[q] = s,
+            t => self.next[t as usize] = s,
+        }
+        self.tail[q] = s;
+        self.count[q] += 1;
+    }
+
+    /// Unlink slot `s` of queue `q`: its packet and enqueue time.
+    fn unlink(&mut self, q: usize, s: u32) -> (P, Time) {
+        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        match p {
+            NIL => self.head[q] = n,
+            p => self.next[p as usize] = n,
+        }
+        match n {
+            NIL => self.tail[q] = p,
+            n => self.prev[n as usize] = p,
+        }
+        self.count[q] -= 1;
+        self.free.push(s);
+        let packet = self.slots[s as usize]
+            .take()
+            .expect("a linked slot holds a packet");
+        let len = u64::from(packet.len_bytes());
+        self.len -= 1;
+        self.bytes -= len;
+        self.queue_bytes[q] -= len;
+        (packet, self.stamp[s as usize])
+    }
+
+    /// The oldest packet of queue `q` and its enqueue time.
+    #[inline]
+    pub(crate) fn pop_front(&mut self, q: usize) -> Option<(P, Time)> {
+        match self.head[q] {
+            NIL => None,
+            s => Some(self.unlink(q, s)),
+        }
+    }
+
+    /// The newest packet of queue `q`.
+    pub(crate) fn pop_back(&mut self, q: usize) -> Option<P> {
+        match self.tail[q] {
+            NIL => None,
+            s => Some(self.unlink(q, s).0),
+        }
+    }
+
+    /// The length of the oldest packet of queue `q`, if any.
+    #[inline]
+    pub(crate) fn front_len(&self, q: usize) -> Option<u32> {
+        match self.head[q] {
+            NIL => None,
+            s => Some(
+                self.slots[s as usize]
+                    .as_ref()
+                    .expect("a linked slot holds a packet")
+                    .len_bytes(),
+            ),
+        }
+    }
+
+    /// Packets in queue `q`.
+    #[inline]
+    pub(crate) fn count(&self, q: usize) -> u32 {
+        self.count[q]
+    }
+
+    /// Bytes in queue `q`.
+    #[inline]
+    pub(crate) fn queue_bytes(&self, q: usize) -> u64 {
+        self.queue_bytes[q]
+    }
+
+    /// Packets in all queues.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes in all queues.
+    #[inline]
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// The FQ discipline.
+#[derive(Debug)]
+pub struct Fq<P> {
+    queues: FlowQueues<P>,
     deficit: Vec<i64>,
     /// Whether a bucket is in `round`.
     active: Vec<bool>,
     /// Backlogged buckets in service order (each at most once).
     round: VecDeque<u32>,
     quantum: i64,
-    len: usize,
-    bytes: u64,
     counters: Counters,
 }
 
@@ -92,27 +242,14 @@ impl<P: PacketHandle> Fq<P> {
     pub fn new(config: &FqConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         let n = config.buckets as usize;
-        let limit = config.limit as usize;
         Ok(Fq {
-            slots: (0..limit).map(|_| None).collect(),
-            next: vec![NIL; limit],
-            prev: vec![NIL; limit],
-            free: (0..config.limit).rev().collect(),
-            head: vec![NIL; n],
-            tail: vec![NIL; n],
-            count: vec![0; n],
+            queues: FlowQueues::new(n, config.limit as usize),
             deficit: vec![0; n],
             active: vec![false; n],
             round: VecDeque::with_capacity(n),
             quantum: i64::from(config.quantum),
-            len: 0,
-            bytes: 0,
             counters: Counters::default(),
         })
-    }
-
-    fn bucket(&self, p: &P) -> usize {
-        (p.flow_hash() % self.head.len() as u64) as usize
     }
 
     /// The longest backlogged bucket (the lowest index of equals).
@@ -120,49 +257,18 @@ impl<P: PacketHandle> Fq<P> {
         self.round
             .iter()
             .map(|&b| b as usize)
-            .max_by_key(|&b| (self.count[b], std::cmp::Reverse(b)))
+            .max_by_key(|&b| (self.queues.count(b), std::cmp::Reverse(b)))
     }
 
-    /// Append to bucket `b`; the caller has checked there is a free slot.
-    fn push_back(&mut self, b: usize, p: P) {
-        let s = self.free.pop().expect("a free slot below the limit");
-        self.len += 1;
-        self.bytes += u64::from(p.len_bytes());
-        self.slots[s as usize] = Some(p);
-        self.prev[s as usize] = self.tail[b];
-        self.next[s as usize] = NIL;
-        match self.tail[b] {
-            NIL => self.head[b] = s,
-            t => self.next[t as usize] = s,
-        }
-        self.tail[b] = s;
-        self.count[b] += 1;
+    /// Append to bucket `b` and put it in the round if it is not there;
+    /// the caller has checked there is a free slot.
+    fn push_back(&mut self, b: usize, p: P, now: Time) {
+        self.queues.push_back(b, p, now);
         if !self.active[b] {
             self.active[b] = true;
             self.deficit[b] = 0;
             self.round.push_back(b as u32);
         }
-    }
-
-    /// Unlink slot `s` of bucket `b` and return its packet.
-    fn unlink(&mut self, b: usize, s: u32) -> P {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        match p {
-            NIL => self.head[b] = n,
-            p => self.next[p as usize] = n,
-        }
-        match n {
-            NIL => self.tail[b] = p,
-            n => self.prev[n as usize] = p,
-        }
-        self.count[b] -= 1;
-        self.free.push(s);
-        let packet = self.slots[s as usize]
-            .take()
-            .expect("a linked slot holds a packet");
-        self.len -= 1;
-        self.bytes -= u64::from(packet.len_bytes());
-        packet
     }
 
     /// Take bucket `b` (at the front of the round) out of the round.
@@ -174,47 +280,44 @@ impl<P: PacketHandle> Fq<P> {
 }
 
 impl<P: PacketHandle> Qdisc<P> for Fq<P> {
-    fn enqueue(&mut self, packet: P, _now: Time) -> Verdict<P> {
+    fn enqueue(&mut self, packet: P, now: Time) -> Verdict<P> {
         self.counters.on_receive(packet.len_bytes());
-        let b = self.bucket(&packet);
-        if self.free.is_empty() {
+        let b = self.queues.queue_for(&packet);
+        if self.queues.is_full() {
             let Some(fat) = self.longest() else {
                 return self.counters.drop(DropReason::Overlimit, packet);
             };
-            if self.count[b] + 1 >= self.count[fat] {
+            if self.queues.count(b) + 1 >= self.queues.count(fat) {
                 return self.counters.drop(DropReason::Overlimit, packet);
             }
-            let victim = self.unlink(fat, self.tail[fat]);
-            self.push_back(b, packet);
+            let victim = self
+                .queues
+                .pop_back(fat)
+                .expect("the longest bucket holds packets");
+            self.push_back(b, packet, now);
             return self.counters.drop(DropReason::Overlimit, victim);
         }
-        self.push_back(b, packet);
+        self.push_back(b, packet, now);
         Verdict::Queued
     }
 
     fn dequeue(&mut self, _now: Time) -> Option<P> {
         loop {
             let b = *self.round.front()? as usize;
-            let h = self.head[b];
-            if h == NIL {
+            let Some(len) = self.queues.front_len(b) else {
                 // Emptied by drops from its tail.
                 self.leave_round(b);
                 continue;
-            }
-            let len = i64::from(
-                self.slots[h as usize]
-                    .as_ref()
-                    .expect("a linked slot holds a packet")
-                    .len_bytes(),
-            );
+            };
+            let len = i64::from(len);
             if self.deficit[b] < len {
                 self.deficit[b] += self.quantum;
                 self.round.rotate_left(1);
                 continue;
             }
-            let p = self.unlink(b, h);
+            let (p, _) = self.queues.pop_front(b).expect("a head packet");
             self.deficit[b] -= len;
-            if self.head[b] == NIL {
+            if self.queues.count(b) == 0 {
                 self.leave_round(b);
             }
             self.counters.on_dequeue(p.len_bytes());
@@ -223,11 +326,11 @@ impl<P: PacketHandle> Qdisc<P> for Fq<P> {
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.queues.len()
     }
 
     fn bytes(&self) -> u64 {
-        self.bytes
+        self.queues.bytes()
     }
 
     fn counters(&self) -> &Counters {

@@ -24,6 +24,8 @@
 //! | [`choke`] | CHOKe | Pan, Prabhakar & Psounis 2000 |
 //! | [`cebinae`] | Cebinae tax with head/tail rotation and top-flow detector | Yu et al., SIGCOMM 2022 |
 //! | [`rrmqs`] | RRMQS, flow meter | He, ETH thesis 2020 |
+//! | [`codel`] | CoDel: the per-queue control law, and a FIFO with CoDel | RFC 8289 |
+//! | [`fq_codel`] | FQ-CoDel: flow queues, DRR over new and old flows, CoDel per queue | RFC 8290 |
 //! | [`rrmqs_feedback`] | RRMQS's feedback loop: the thesis's drop rule and a converging delay rule | He, ETH thesis 2020 |
 //! | [`bloom`] | Bloom filter (distinct-flow counting) | Kirsch & Mitzenmacher 2006 |
 //! | [`shaper`] | token-bucket egress shaper | |
@@ -39,11 +41,13 @@ pub mod bloom;
 pub mod cebinae;
 pub mod choke;
 pub mod classify;
+pub mod codel;
 pub mod delay;
 pub mod discipline_config;
 pub mod droptail;
 pub mod flow;
 pub mod fq;
+pub mod fq_codel;
 pub mod packet;
 pub mod port;
 pub mod qdisc;

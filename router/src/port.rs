@@ -175,6 +175,11 @@ pub struct Port<P, Q> {
     slot_ready: Time,
     parse: ParseStats,
     counters: Counters,
+    /// The discipline may drop or mark packets outside its verdicts
+    /// ([`Qdisc::acts_outside_verdicts`]): drain them after each call.
+    late_drops: bool,
+    /// The discipline's [`Counters::marked`] when last read (`late_drops`).
+    qdisc_marks: u64,
 }
 
 impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
@@ -190,6 +195,8 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         let delay = DelayLine::with_rule_delays(delay, classifier.rule_delays())?;
         Ok(Port {
             ingress: Ingress::new(classifier, hash_seed).with_flow_hash(qdisc.reads_flow_hash()),
+            late_drops: qdisc.acts_outside_verdicts(),
+            qdisc_marks: 0,
             delay,
             qdisc,
             shaper: TokenBucket::new(shaper)?,
@@ -267,22 +274,43 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         self.settle(verdict, sink);
     }
 
-    /// Account for and hand back what an enqueue dropped.
+    /// Account for and hand back what an enqueue dropped; count a mark.
     #[inline]
     fn settle(&mut self, verdict: Verdict<P>, sink: &mut impl Sink<P>) {
-        if let Verdict::Dropped {
-            reason,
-            packet,
-            victim,
-        } = verdict
-        {
-            self.counters.on_drop(reason, packet.len_bytes());
-            sink.drop(packet, reason);
-            if let Some(v) = victim {
-                self.counters.on_drop(reason, v.len_bytes());
-                sink.drop(v, reason);
+        match verdict {
+            Verdict::Queued => {}
+            Verdict::Marked => self.counters.marked += 1,
+            Verdict::Dropped {
+                reason,
+                packet,
+                victim,
+            } => {
+                self.counters.on_drop(reason, packet.len_bytes());
+                sink.drop(packet, reason);
+                if let Some(v) = victim {
+                    self.counters.on_drop(reason, v.len_bytes());
+                    sink.drop(v, reason);
+                }
             }
         }
+        self.settle_late(sink);
+    }
+
+    /// Account for and hand back the drops no verdict carried (CoDel's at
+    /// dequeue, FQ-CoDel's overflow batches), and count the marks made at
+    /// dequeue.
+    #[inline]
+    fn settle_late(&mut self, sink: &mut impl Sink<P>) {
+        if !self.late_drops {
+            return;
+        }
+        while let Some((p, reason)) = self.qdisc.take_dropped() {
+            self.counters.on_drop(reason, p.len_bytes());
+            sink.drop(p, reason);
+        }
+        let marks = self.qdisc.counters().marked;
+        self.counters.marked += marks - self.qdisc_marks;
+        self.qdisc_marks = marks;
     }
 
     /// [`Port::receive`], then transmit from the discipline what the shaper
@@ -369,6 +397,7 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
                 break;
             }
         }
+        self.settle_late(sink);
     }
 
     /// Transmit `p` if the shaper allows it at `now` (true), else keep it
@@ -405,7 +434,8 @@ impl<P: PacketHandle, Q: Qdisc<P>> Port<P, Q> {
         self.delay.len() + self.qdisc.len() + usize::from(self.slot.is_some())
     }
 
-    /// Port counters: `dequeued` counts transmitted packets.
+    /// Port counters: `dequeued` counts transmitted packets, `marked` the
+    /// packets the discipline marked CE.
     pub fn counters(&self) -> &Counters {
         &self.counters
     }

@@ -14,9 +14,11 @@
 //!
 //! Accounting is exact: at any moment
 //! `received == dequeued + dropped_total() + len()` (and the same in bytes),
-//! where a packet dropped from inside the queue (a CHOKe victim) counts as
-//! dropped, not dequeued. Every dropped handle is handed back to the caller in
-//! the [`Verdict`] so it can be freed (an mbuf must go back to its pool).
+//! where a packet dropped from inside the queue (a CHOKe victim, a CoDel
+//! head drop) counts as dropped, not dequeued. Every dropped handle is handed
+//! back to the caller so it can be freed (an mbuf must go back to its pool):
+//! in the [`Verdict`], or for drops no verdict carries (CoDel's at dequeue,
+//! FQ-CoDel's batches) through [`Qdisc::take_dropped`].
 
 use std::fmt;
 
@@ -215,6 +217,8 @@ pub enum DropReason {
     Tax,
     /// RRMQS feedback: the variant used more than its fair share last window.
     Feedback,
+    /// CoDel / FQ-CoDel: dropped at the head by CoDel's control law.
+    Codel,
     /// Port: the frame could not be parsed (see [`crate::packet::ParseError`]).
     Unparsable,
     /// Port: the delay line was full.
@@ -223,7 +227,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Number of reasons (the size of [`Counters::dropped`]).
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; DropReason::COUNT] = [
         DropReason::Overlimit,
@@ -232,6 +236,7 @@ impl DropReason {
         DropReason::ChokeMatch,
         DropReason::Tax,
         DropReason::Feedback,
+        DropReason::Codel,
         DropReason::Unparsable,
         DropReason::DelayLineFull,
     ];
@@ -250,6 +255,7 @@ impl DropReason {
             DropReason::ChokeMatch => "choke_match",
             DropReason::Tax => "tax",
             DropReason::Feedback => "feedback",
+            DropReason::Codel => "codel",
             DropReason::Unparsable => "unparsable",
             DropReason::DelayLineFull => "delay_line_full",
         }
@@ -310,7 +316,8 @@ pub struct Counters {
     pub dequeued: u64,
     /// Bytes handed out by `dequeue`.
     pub dequeued_bytes: u64,
-    /// Packets queued with a CE mark (they are also queued, then dequeued).
+    /// Packets marked CE instead of being dropped: at enqueue (RED), or at
+    /// dequeue (CoDel, FQ-CoDel). They are counted as queued and dequeued too.
     pub marked: u64,
     /// Dropped packets per [`DropReason::index`].
     pub dropped: [u64; DropReason::COUNT],
@@ -442,6 +449,23 @@ pub trait Qdisc<P: PacketHandle> {
     fn reads_flow_hash(&self) -> bool {
         true
     }
+    /// Take back, oldest first, a packet the discipline dropped without a
+    /// verdict to carry it: CoDel drops at the head during `dequeue`, and
+    /// FQ-CoDel drops a batch from its fattest queue when an arrival
+    /// overflows it. Each is already counted in [`Qdisc::counters`]. A port
+    /// drains them after every enqueue and dequeue; the discipline holds at
+    /// most its packet limit of them and frees the oldest (drops the Rust
+    /// handle) if nobody takes them. Default: none.
+    fn take_dropped(&mut self) -> Option<(P, DropReason)> {
+        None
+    }
+    /// Whether the discipline drops or marks packets outside its enqueue
+    /// verdicts (CoDel and FQ-CoDel: at dequeue, and in overflow batches).
+    /// A port asks once; if so, it drains [`Qdisc::take_dropped`] and takes
+    /// the new marks from [`Counters::marked`] after every call.
+    fn acts_outside_verdicts(&self) -> bool {
+        false
+    }
 }
 
 impl<P: PacketHandle, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
@@ -471,6 +495,12 @@ impl<P: PacketHandle, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
     }
     fn reads_flow_hash(&self) -> bool {
         (**self).reads_flow_hash()
+    }
+    fn take_dropped(&mut self) -> Option<(P, DropReason)> {
+        (**self).take_dropped()
+    }
+    fn acts_outside_verdicts(&self) -> bool {
+        (**self).acts_outside_verdicts()
     }
 }
 

@@ -10,7 +10,10 @@ use proptest::prelude::*;
 use tollgate_cca::{Time, VariantId};
 use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::choke::ChokeConfig;
+use tollgate_router::codel::{CodelConfig, CodelParams};
 use tollgate_router::droptail::{DropTailConfig, Limit};
+use tollgate_router::fq::FqConfig;
+use tollgate_router::fq_codel::FqCodelConfig;
 use tollgate_router::packet::{build, parse_ethernet, parse_ip, Ecn, FlowKey};
 use tollgate_router::red::RedConfig;
 use tollgate_router::rrmqs::RrmqsConfig;
@@ -56,6 +59,33 @@ fn configs() -> Vec<DisciplineConfig> {
             flow_idle_timeout: Duration::from_micros(10),
             rrmqs_probability: Some(0.5),
             ..RrmqsConfig::default()
+        }),
+        DisciplineConfig::Fq(FqConfig {
+            limit: 12,
+            buckets: 4,
+            quantum: 300,
+        }),
+        DisciplineConfig::Codel(CodelConfig {
+            limit: 12,
+            codel: CodelParams {
+                target: Duration::from_micros(5),
+                interval: Duration::from_micros(40),
+                ecn: true,
+                mtu: 1514,
+            },
+        }),
+        DisciplineConfig::FqCodel(FqCodelConfig {
+            limit: 12,
+            memory_limit: 6000,
+            flows: 4,
+            quantum: 300,
+            drop_batch: 3,
+            codel: CodelParams {
+                target: Duration::from_micros(5),
+                interval: Duration::from_micros(40),
+                ecn: true,
+                mtu: 300,
+            },
         }),
     ]
 }
@@ -157,6 +187,10 @@ proptest! {
                         }
                     }
                     Op::Poll { t } => q.poll(Time::from_nanos(t)),
+                }
+                while let Some((p, _)) = q.take_dropped() {
+                    give_back(p, &mut outstanding);
+                    returned += 1;
                 }
                 let c = *q.counters();
                 prop_assert_eq!(c.received, c.dequeued + c.dropped_total() + q.len() as u64, "{}", cfg.name());

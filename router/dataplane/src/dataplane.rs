@@ -710,7 +710,9 @@ fn discipline_gauges(q: &AnyQdisc<Pkt>) -> DisciplineGauges {
         AnyQdisc::Choke(r) => DisciplineGauges::Choke {
             average: r.core().average(),
         },
-        AnyQdisc::DropTail(_) | AnyQdisc::Fq(_) => DisciplineGauges::None,
+        AnyQdisc::DropTail(_) | AnyQdisc::Fq(_) | AnyQdisc::Codel(_) | AnyQdisc::FqCodel(_) => {
+            DisciplineGauges::None
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! The port calls the fused form for a packet that finds the discipline
 //! empty and the link free; DropTail, RED, CHOKe, Cebinae and RRMQS override
-//! it to skip their queue in that case. Here two instances of each
+//! it to skip their queue in that case (FQ, CoDel and FQ-CoDel keep the two
+//! calls, and are checked the same way). Here two instances of each
 //! discipline, built from the same configuration, see the same random
 //! operations: arrivals handled by one call on one instance and by the two
 //! calls on the other, plus plain enqueues (bursts that build a queue),
@@ -12,6 +13,8 @@
 //! operations and at the end. The traffic is shaped so that each discipline
 //! reaches the paths its override has to match: the test also asserts that
 //! they were reached (drops, marks, Cebinae's tax, RRMQS's feedback...).
+//! Drops no verdict carries ([`Qdisc::take_dropped`]: CoDel's) are taken
+//! after every operation and compared too.
 
 use std::time::Duration;
 
@@ -19,7 +22,9 @@ use tollgate_cca::rng::{self, SimRng};
 use tollgate_cca::Time;
 use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::choke::ChokeConfig;
+use tollgate_router::codel::{CodelConfig, CodelParams};
 use tollgate_router::droptail::{DropTailConfig, Limit};
+use tollgate_router::fq_codel::FqCodelConfig;
 use tollgate_router::packet::Ecn;
 use tollgate_router::qdisc::enqueue_then_dequeue;
 use tollgate_router::red::RedConfig;
@@ -34,7 +39,7 @@ struct Seen {
     fused_on_empty: u64,
     fused_on_busy: u64,
     max_len: usize,
-    dropped: [u64; 8],
+    dropped: [u64; DropReason::COUNT],
 }
 
 /// A random packet: 40 flows (the first 4 send half of the packets and
@@ -118,6 +123,14 @@ fn run(config: &DisciplineConfig, seed: u64, steps: u64) -> (AnyQdisc<PacketMeta
             let (vb, b) = enqueue_then_dequeue(&mut twice, p, now);
             assert_eq!((&va, a), (&vb, b), "enqueue_dequeue at step {step}");
             count(&mut seen, &va);
+        }
+        let late = |q: &mut AnyQdisc<PacketMeta>| {
+            std::iter::from_fn(|| q.take_dropped()).collect::<Vec<_>>()
+        };
+        let late_fused = late(&mut fused);
+        assert_eq!(late_fused, late(&mut twice), "late drops at step {step}");
+        for (_, r) in late_fused {
+            seen.dropped[r.index()] += 1;
         }
         seen.max_len = seen.max_len.max(fused.len());
         assert_eq!(
@@ -222,4 +235,34 @@ fn fq_uses_the_two_calls() {
     let cfg = DisciplineConfig::default_for("fq").unwrap();
     let (_, seen) = run(&cfg, 1, STEPS);
     assert!(seen.max_len > 10, "{seen:?}");
+}
+
+#[test]
+fn codel_with_ecn() {
+    let cfg = DisciplineConfig::Codel(CodelConfig {
+        codel: CodelParams {
+            ecn: true,
+            ..CodelParams::DEFAULT
+        },
+        ..CodelConfig::default()
+    });
+    for seed in 1..=3 {
+        let (q, seen) = run(&cfg, seed, STEPS);
+        assert!(dropped(&seen, DropReason::Codel) > 0, "{seen:?}");
+        assert!(q.counters().marked > 0, "{seen:?}");
+    }
+}
+
+#[test]
+fn fq_codel_with_overflow() {
+    let cfg = DisciplineConfig::FqCodel(FqCodelConfig {
+        limit: 300,
+        ..FqCodelConfig::default()
+    });
+    for seed in 1..=3 {
+        let (q, seen) = run(&cfg, seed, STEPS);
+        assert!(dropped(&seen, DropReason::Codel) > 0, "{seen:?}");
+        assert!(dropped(&seen, DropReason::Overlimit) > 0, "{seen:?}");
+        assert!(q.counters().marked > 0, "{seen:?}");
+    }
 }

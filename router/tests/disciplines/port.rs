@@ -7,9 +7,11 @@ use tollgate_cca::{Time, VariantId};
 use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::choke::ChokeConfig;
 use tollgate_router::classify::Classifier;
+use tollgate_router::codel::CodelConfig;
 use tollgate_router::delay::DelayConfig;
 use tollgate_router::droptail::{DropTail, DropTailConfig};
 use tollgate_router::fq::FqConfig;
+use tollgate_router::fq_codel::FqCodelConfig;
 use tollgate_router::packet::{build, FlowKey, PROTO_UDP};
 use tollgate_router::port::{Port, Sink};
 use tollgate_router::red::RedConfig;
@@ -362,6 +364,8 @@ fn compact_classification_matches_the_full_one() {
         (DisciplineConfig::Cebinae(CebinaeConfig::default()), true),
         (DisciplineConfig::Rrmqs(RrmqsConfig::default()), true),
         (DisciplineConfig::Fq(FqConfig::default()), true),
+        (DisciplineConfig::Codel(CodelConfig::default()), false),
+        (DisciplineConfig::FqCodel(FqCodelConfig::default()), true),
     ];
     for ((discipline, reads_hash), rules) in disciplines.iter().flat_map(|d| {
         [
