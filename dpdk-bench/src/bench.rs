@@ -944,7 +944,10 @@ mod tests {
             (1.5, vec![8], vec![FrameSize::Fixed(64)], 1)
         );
         assert_eq!(o.eal_extra, ["--log-level=8"]);
-        assert_eq!(o.cases, ["droptail", "red", "choke", "cebinae", "rrmqs"]);
+        assert_eq!(
+            o.cases,
+            ["droptail", "red", "choke", "cebinae", "rrmqs", "codel", "fq_codel"]
+        );
         assert_eq!(o.repeat, 1);
         let m = Opts::try_parse_from([
             "b",

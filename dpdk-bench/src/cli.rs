@@ -13,7 +13,9 @@ use serde::Serialize;
 use tollgate_dataplane::config::{parse_duration, SyntheticConfig, DEFAULT_HEAVY_SHARE};
 
 /// The cases: plain forwarding (the baseline) and one per discipline.
-pub const CASES: [&str; 6] = ["forward", "droptail", "red", "choke", "cebinae", "rrmqs"];
+pub const CASES: [&str; 8] = [
+    "forward", "droptail", "red", "choke", "cebinae", "rrmqs", "codel", "fq_codel",
+];
 
 /// What `--help` prints after the options.
 const AFTER_HELP: &str = "\
@@ -69,7 +71,7 @@ pub struct Opts {
     pub flows: Vec<u32>,
     /// Cases to run, comma-separated (`forward` always runs first: it is the
     /// baseline of the ratios).
-    #[arg(long, default_value = "droptail,red,choke,cebinae,rrmqs", value_delimiter = ',',
+    #[arg(long, default_value = "droptail,red,choke,cebinae,rrmqs,codel,fq_codel", value_delimiter = ',',
           value_parser = clap::builder::PossibleValuesParser::new(&CASES[1..]))]
     pub cases: Vec<String>,
     /// Lcore counts to run each discipline case with, comma-separated: 1 is
