@@ -588,10 +588,15 @@ impl Sim<'_> {
         }
     }
 
-    /// Schedule `p`'s arrival at the input of hop `p.hop` at `at`.
-    fn push_arrival(&mut self, at: u64, p: SimPacket) {
+    /// Schedule `p`'s arrival at the input of hop `p.hop` at `at`, in the
+    /// event queue's `lane` when the caller knows arrivals through it come
+    /// in order (see `queue.rs`), else `None`.
+    fn push_arrival(&mut self, at: u64, p: SimPacket, lane: Option<usize>) {
         let slot = self.packets.insert(p) as u32;
-        self.push(at, Ev::Arrive(slot));
+        match lane {
+            Some(lane) => self.queue.push_lane(lane, at, Ev::Arrive(slot)),
+            None => self.push(at, Ev::Arrive(slot)),
+        }
     }
 
     /// `p` reaches the input of hop `p.hop` at `at` (not before now).
@@ -604,11 +609,15 @@ impl Sim<'_> {
     /// `bench-10-flows`. The packet is then scheduled at the next router
     /// port, or at its host after the last link.
     fn send_on(&mut self, mut p: SimPacket, mut at: u64) {
+        // The last link crossed: it delivers its packets in order, so its
+        // arrivals share one lane of the event queue.
+        let mut lane = None;
         while let Some(&link) = self.path(&p).get(p.hop as usize) {
             match self.net.links[link as usize].cross(at, p.meta.len) {
                 Crossing::Leaves(end) => {
                     at = end;
                     p.hop += 1;
+                    lane = Some(link as usize);
                 }
                 Crossing::Dropped => {
                     self.flows[p.flow as usize].access_drops += 1;
@@ -618,7 +627,7 @@ impl Sim<'_> {
                 Crossing::RouterPort => break,
             }
         }
-        self.push_arrival(at, p);
+        self.push_arrival(at, p, lane);
     }
 
     /// A packet reaches the input of hop `p.hop` (or its host after the last).
@@ -633,7 +642,9 @@ impl Sim<'_> {
                 let lane = 2 * p.flow as usize + usize::from(p.to_server);
                 let at = (self.now + noise.draw_ns()).max(self.path_noise_last[lane]);
                 self.path_noise_last[lane] = at;
-                return self.push_arrival(at, p);
+                // FIFO per flow and direction: a lane after the links'.
+                let queue_lane = self.net.links.len() + lane;
+                return self.push_arrival(at, p, Some(queue_lane));
             }
             return self.deliver(p);
         };
