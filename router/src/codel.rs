@@ -51,7 +51,9 @@ use std::time::Duration;
 use tollgate_cca::time::duration_nanos;
 use tollgate_cca::Time;
 
-use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
+use crate::qdisc::{
+    check, enqueue_then_dequeue, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict,
+};
 
 const NAME: &str = "codel";
 
@@ -115,6 +117,26 @@ impl CodelParams {
     }
 }
 
+/// [`CodelParams`] in nanoseconds and bytes, as the per-packet path reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodelLaw {
+    target: u64,
+    interval: u64,
+    mtu: u64,
+    ecn: bool,
+}
+
+impl From<&CodelParams> for CodelLaw {
+    fn from(p: &CodelParams) -> Self {
+        CodelLaw {
+            target: duration_nanos(p.target),
+            interval: duration_nanos(p.interval),
+            mtu: u64::from(p.mtu),
+            ecn: p.ecn,
+        }
+    }
+}
+
 impl Default for CodelParams {
     fn default() -> Self {
         CodelParams::DEFAULT
@@ -175,6 +197,16 @@ impl CodelState {
         self.dropping.then_some(Time::from_nanos(self.drop_next))
     }
 
+    /// What [`CodelState::dequeue`] does to the state when it takes a packet
+    /// enqueued at the same `now` from a queue that held only it: a sojourn
+    /// time of 0, below any `target`, clears `first_above_time` and ends the
+    /// dropping state.
+    #[inline]
+    pub fn on_pass_through(&mut self) {
+        self.first_above_time = None;
+        self.dropping = false;
+    }
+
     /// `t + interval / sqrt(count)`, nanoseconds.
     #[inline]
     fn control_law(t: u64, interval: u64, count: u32) -> u64 {
@@ -187,7 +219,7 @@ impl CodelState {
     #[inline]
     fn take<P: PacketHandle, Q: CodelQueue<P>>(
         &mut self,
-        params: &CodelParams,
+        law: &CodelLaw,
         q: &mut Q,
         now: u64,
     ) -> Option<(P, bool)> {
@@ -196,13 +228,13 @@ impl CodelState {
             return None;
         };
         let sojourn = now.saturating_sub(enqueued.as_nanos());
-        if sojourn < duration_nanos(params.target) || q.backlog_bytes() <= u64::from(params.mtu) {
+        if sojourn < law.target || q.backlog_bytes() <= law.mtu {
             self.first_above_time = None;
             return Some((p, false));
         }
         match self.first_above_time {
             None => {
-                self.first_above_time = Some(now.saturating_add(duration_nanos(params.interval)));
+                self.first_above_time = Some(now.saturating_add(law.interval));
                 Some((p, false))
             }
             Some(t) => Some((p, now >= t)),
@@ -214,13 +246,13 @@ impl CodelState {
     /// packet to send.
     pub fn dequeue<P: PacketHandle, Q: CodelQueue<P>>(
         &mut self,
-        params: &CodelParams,
+        law: &CodelLaw,
         q: &mut Q,
         now: Time,
     ) -> Dequeued<P> {
         let now = now.as_nanos();
-        let interval = duration_nanos(params.interval);
-        let Some((mut p, mut ok_to_drop)) = self.take(params, q, now) else {
+        let interval = law.interval;
+        let Some((mut p, mut ok_to_drop)) = self.take(law, q, now) else {
             self.dropping = false;
             return Dequeued {
                 packet: None,
@@ -233,7 +265,7 @@ impl CodelState {
             }
             while self.dropping && now >= self.drop_next {
                 self.count = self.count.saturating_add(1);
-                if params.ecn && p.set_ce() {
+                if law.ecn && p.set_ce() {
                     self.drop_next = Self::control_law(self.drop_next, interval, self.count);
                     return Dequeued {
                         packet: Some(p),
@@ -241,7 +273,7 @@ impl CodelState {
                     };
                 }
                 q.dropped(p);
-                match self.take(params, q, now) {
+                match self.take(law, q, now) {
                     None => {
                         self.dropping = false;
                         return Dequeued {
@@ -276,14 +308,14 @@ impl CodelState {
             packet: None,
             marked: false,
         };
-        if params.ecn && p.set_ce() {
+        if law.ecn && p.set_ce() {
             out = Dequeued {
                 packet: Some(p),
                 marked: true,
             };
         } else {
             q.dropped(p);
-            out.packet = self.take(params, q, now).map(|(next, _)| next);
+            out.packet = self.take(law, q, now).map(|(next, _)| next);
         }
         self.dropping = true;
         let delta = self.count.saturating_sub(self.lastcount);
@@ -375,7 +407,7 @@ pub struct Codel<P> {
     limit: usize,
     bytes: u64,
     state: CodelState,
-    params: CodelParams,
+    law: CodelLaw,
     counters: Counters,
     dropped: DropBox<P>,
 }
@@ -414,7 +446,7 @@ impl<P: PacketHandle> Codel<P> {
             limit,
             bytes: 0,
             state: CodelState::default(),
-            params: config.codel,
+            law: CodelLaw::from(&config.codel),
             counters: Counters::default(),
             dropped: DropBox::new(limit),
         })
@@ -440,7 +472,7 @@ impl<P: PacketHandle> Qdisc<P> for Codel<P> {
 
     fn dequeue(&mut self, now: Time) -> Option<P> {
         let out = self.state.dequeue(
-            &self.params,
+            &self.law,
             &mut Fifo {
                 q: &mut self.q,
                 bytes: &mut self.bytes,
@@ -453,6 +485,19 @@ impl<P: PacketHandle> Qdisc<P> for Codel<P> {
         self.counters.on_dequeue(p.len_bytes());
         self.counters.marked += u64::from(out.marked);
         Some(p)
+    }
+
+    /// An empty queue hands the arrival straight back (sojourn time 0).
+    #[inline]
+    fn enqueue_dequeue(&mut self, packet: P, now: Time) -> (Verdict<P>, Option<P>) {
+        if !self.q.is_empty() {
+            return enqueue_then_dequeue(self, packet, now);
+        }
+        let len = packet.len_bytes();
+        self.counters.on_receive(len);
+        self.state.on_pass_through();
+        self.counters.on_dequeue(len);
+        (Verdict::Queued, Some(packet))
     }
 
     fn len(&self) -> usize {

@@ -63,10 +63,17 @@ impl FqConfig {
 const NIL: u32 = u32::MAX;
 
 /// The queue of a flow among `queues`: its seeded 5-tuple hash modulo the
-/// number of queues. FQ and FQ-CoDel map flows to queues with this one rule.
+/// number of queues (a mask when that is a power of two, the same value
+/// without a division). FQ and FQ-CoDel map flows to queues with this one
+/// rule.
 #[inline]
 pub fn queue_of(flow_hash: u64, queues: usize) -> usize {
-    (flow_hash % queues as u64) as usize
+    let n = queues as u64;
+    if n.is_power_of_two() {
+        (flow_hash & (n - 1)) as usize
+    } else {
+        (flow_hash % n) as usize
+    }
 }
 
 /// Many FIFO flow queues over one slab of packet slots allocated at

@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 
 use tollgate_cca::Time;
 
-use crate::codel::{CodelParams, CodelQueue, CodelState, DropBox};
+use crate::codel::{CodelLaw, CodelParams, CodelQueue, CodelState, DropBox};
 use crate::fq::FlowQueues;
 use crate::qdisc::{check, ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
 
@@ -109,7 +109,7 @@ pub struct FqCodel<P> {
     list: Vec<List>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
-    params: CodelParams,
+    law: CodelLaw,
     quantum: i64,
     limit: usize,
     memory_limit: u64,
@@ -156,7 +156,7 @@ impl<P: PacketHandle> FqCodel<P> {
             list: vec![List::None; n],
             new_flows: VecDeque::with_capacity(n),
             old_flows: VecDeque::with_capacity(n),
-            params: config.codel,
+            law: CodelLaw::from(&config.codel),
             quantum: i64::from(config.quantum),
             limit,
             memory_limit: config.memory_limit,
@@ -271,7 +271,7 @@ impl<P: PacketHandle> Qdisc<P> for FqCodel<P> {
                 continue;
             }
             let out = self.codel[q].dequeue(
-                &self.params,
+                &self.law,
                 &mut FlowQueue {
                     queues: &mut self.queues,
                     q,

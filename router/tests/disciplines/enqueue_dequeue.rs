@@ -1,9 +1,9 @@
 //! `Qdisc::enqueue_dequeue` is exactly `enqueue` followed by `dequeue`.
 //!
 //! The port calls the fused form for a packet that finds the discipline
-//! empty and the link free; DropTail, RED, CHOKe, Cebinae and RRMQS override
-//! it to skip their queue in that case (FQ, CoDel and FQ-CoDel keep the two
-//! calls, and are checked the same way). Here two instances of each
+//! empty and the link free; DropTail, RED, CHOKe, Cebinae, RRMQS and CoDel
+//! override it to skip their queue in that case (FQ and FQ-CoDel keep the
+//! two calls, and are checked the same way). Here two instances of each
 //! discipline, built from the same configuration, see the same random
 //! operations: arrivals handled by one call on one instance and by the two
 //! calls on the other, plus plain enqueues (bursts that build a queue),
