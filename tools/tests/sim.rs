@@ -332,6 +332,8 @@ fn every_discipline_has_exact_packet_accounting() {
         ("cebinae", "tau = 0.05\ndt = \"67108864ns\""),
         ("rrmqs", "variants = [\"newreno\", \"cubic\"]"),
         ("fq", ""),
+        ("codel", ""),
+        ("fq_codel", ""),
     ] {
         let text = format!(
             r#"
