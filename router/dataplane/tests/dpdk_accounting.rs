@@ -54,6 +54,16 @@ fn each_discipline_forwards_with_exact_accounting() {
         ("cebinae", "discipline = \"cebinae\"\ntau = 0.05", ""),
         ("rrmqs", r#"discipline = "rrmqs""#, ""),
         ("fq", "discipline = \"fq\"\nlimit = 500", "drop_overlimit"),
+        (
+            "codel",
+            "discipline = \"codel\"\nlimit = 500",
+            "drop_overlimit",
+        ),
+        (
+            "fq_codel",
+            "discipline = \"fq_codel\"\nlimit = 500",
+            "drop_overlimit",
+        ),
     ];
     for (name, disc, reason) in cases {
         let dir = scratch(&format!("acct-{name}"));
