@@ -19,6 +19,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of the system allocator: see `Cargo.toml`.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cli_campaign;
 mod cli_cca;
 mod cli_compare;
