@@ -359,7 +359,7 @@ mod tests {
             popped.1.push(Some((e.t, e.seq, e.ev)));
         }
         assert_eq!(popped.0, popped.1);
-        assert!(laned.is_empty() && laned.len() == 0);
+        assert!(laned.is_empty());
     }
 
     #[test]
