@@ -304,12 +304,27 @@ impl Campaign {
 pub fn read_plan_file(path: &Path) -> anyhow::Result<PlanFile> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let plan: PlanFile = serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: not a campaign plan ({e}); delete it to start the campaign over",
             path.display()
         )
-    })
+    })?;
+    // Readers index `points` by each run's `point`.
+    if let Some((i, r)) = plan
+        .runs
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.point >= plan.points.len())
+    {
+        anyhow::bail!(
+            "{}: `runs[{i}].point` = {} but the plan has {} points; delete it to start the campaign over",
+            path.display(),
+            r.point,
+            plan.points.len()
+        );
+    }
+    Ok(plan)
 }
 
 /// The status of the run whose directory is `run_dir`.
@@ -389,6 +404,26 @@ values = ["0.5bdp", "1bdp"]
         assert_eq!(c.points[1].value.as_deref(), Some("1bdp"));
         let e = c.scenario(6).unwrap_err().to_string();
         assert!(e.contains("0..=5") && e.contains("--run-index 6"), "{e}");
+    }
+
+    /// A plan whose run names a point the plan does not have made
+    /// `campaign merge` panic (index out of bounds) once that run had a
+    /// results.json (fuzz/corpus/campaign_merge/crash-run-point-out-of-range).
+    #[test]
+    fn a_plan_whose_run_names_a_missing_point_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("tollgate-plan-point-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("r")).unwrap();
+        let plan = r#"{"format": 1, "scenario": "tiny", "plan_hash": "sha256:0",
+            "sweep_param": null, "points": [{"label": "default", "point": null, "value": null}],
+            "runs": [{"index": 0, "point": 0, "seed": 1, "dir": "r"},
+                     {"index": 1, "point": 3, "seed": 2, "dir": "r"}]}"#;
+        std::fs::write(dir.join(PLAN_FILE), plan).unwrap();
+        std::fs::write(dir.join("r/results.json"), "{}").unwrap();
+        let e = read_plan_file(&dir.join(PLAN_FILE)).unwrap_err().to_string();
+        assert!(e.contains("`runs[1].point` = 3") && e.contains("1 points"), "{e}");
+        let e = merge(&dir).unwrap_err().to_string();
+        assert!(e.contains("runs[1].point"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
