@@ -19,6 +19,16 @@
 // code: after NewReno's increase (ns-3's, one segment per ACK in slow
 // start), if the window grew on this ACK, cwnd = cwnd_new - TAU * cwnd_new,
 // slow start included, with no congestion detector.
+// --startJitter=S adds to each flow's start a uniform random [0, S) s
+// (seeded by --run; Tollgate's `start = "0s..1s"` is --startJitter=1).
+// --cca=libra (or libra in --ccas) runs TCP Libra with the window rule of
+// Tollgate's `libra` (class TcpLibra below); --libraCapMbps=C is its
+// capacity (default 100, configured: there is no CapProbe here);
+// --libraHandshakeRtt=0 leaves the handshake's RTT sample out of its Tmin.
+// --timestamps=0 turns the TCP timestamp option off (ns-3 then takes RTT
+// samples from send times, exact, instead of 1-ms timestamps).
+// Per-flow lines of Libra flows add recoveries and timeouts (whole run and
+// from --from on), the RTT range and the mean penalty.
 // --cca=cubic runs ns-3's TcpCubic (its defaults, HyStart included) instead
 // of NewReno, with or without --tax; --hystart=0 turns HyStart off and
 // --hystart=delay keeps only its delay-increase test (HyStartDetect=DELAY,
@@ -55,6 +65,8 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <vector>
@@ -141,6 +153,128 @@ class Taxed : public Base
         uint32_t grown = tcb->m_cWnd;
         if (grown > before)
             tcb->m_cWnd = uint32_t(grown - g_tax * grown);
+    }
+};
+
+// TCP Libra (Marfia, Palazzi, Pau, Gerla, Sanadidi, Roccetti, "TCP Libra:
+// Exploring RTT-Fairness for TCP", section 2), exactly the window rule of
+// Tollgate's `libra` (cca/src/libra.rs), for --cca=libra / --ccas=...,libra.
+// Window w in packets, T the latest RTT sample in seconds:
+//   slow start as NewReno, counting the segments each ACK covers (TcpLinuxReno);
+//   congestion avoidance, per ACKed segment (paper section 2, first rule):
+//     w += (1/w) * alpha * T^2 / (T + T0)
+//     alpha = S * P,  S = k1 * C  (eq. 1, C in Mbit/s)
+//     P = exp(-k2 (T - Tmin) / (Tmax - Tmin))  (1 while Tmax == Tmin; Tmin,
+//         Tmax the smallest and largest RTT samples of the connection)
+//   on a congestion event (once per recovery; ns-3 calls GetSsThresh there):
+//     w = w * T1 / (2 (T + T0)),  ssthresh = w  (Tollgate's reading of the
+//     paper's decrease; its fluid model removes w - T1 w / (2 (T + T0)))
+//   T0 = T1 = 1 s, k1 = k2 = 2 (the paper's simulation values).
+// The growth is fractional: the part below one byte is carried, as in the
+// Rust code. C is --libraCapMbps (the capacity configured; Tollgate's
+// `libra(capacity=100Mbit)`). ns-3 hands PktsAcked its RTT estimate
+// (m_lastRtt = RttEstimator::GetEstimate), so the program sets the
+// estimator's gain to 1 when a flow runs Libra: the estimate is then the
+// latest sample. With TCP timestamps (ns-3's default) samples have 1 ms
+// granularity; --timestamps=0 gives exact samples from the send times.
+static double g_libraCapMbps = 100;
+static bool g_libraHandshakeRtt = true; // --libraHandshakeRtt
+class TcpLibra : public TcpCongestionOps
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TollgateTcpLibra")
+                                .SetParent<TcpCongestionOps>()
+                                .AddConstructor<TcpLibra>();
+        return tid;
+    }
+    TcpLibra() = default;
+    TcpLibra(const TcpLibra& o) = default;
+    std::string GetName() const override { return "TcpLibra"; }
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<TcpLibra>(this); }
+
+    static constexpr double T0 = 1, T1 = 1, K1 = 2, K2 = 2;
+    double growthCarry = 0; // bytes not yet added to the window
+    double lastRtt = 0;     // T, seconds (0 until the first sample)
+    double tMin = 0, tMax = 0;
+    // Diagnostics, printed per flow at the end: recoveries and timeouts over
+    // the whole run and from --from on.
+    uint64_t events = 0, rtos = 0, eventsFrom = 0, rtosFrom = 0;
+    double pSum = 0;
+    uint64_t pN = 0;
+
+    double Penalty() const
+    {
+        if (tMax <= tMin)
+            return 1;
+        return std::exp(-K2 * (lastRtt - tMin) / (tMax - tMin));
+    }
+    double Alpha() const { return K1 * g_libraCapMbps * Penalty(); }
+
+    void PktsAcked(Ptr<TcpSocketState> tcb, uint32_t, const Time& rtt) override
+    {
+        if (rtt.IsZero())
+            return;
+        lastRtt = rtt.GetSeconds();
+        if (tMax == 0)
+            tMin = tMax = lastRtt;
+        tMin = std::min(tMin, lastRtt);
+        tMax = std::max(tMax, lastRtt);
+        // The handshake's sample (SYN to SYN-ACK) never reaches PktsAcked;
+        // ns-3 keeps it in m_minRtt. QUIC passes the ACKs of its handshake
+        // packets to the congestion controller, so Tollgate's Tmin includes
+        // that sample: --libraHandshakeRtt=1 (default) does the same.
+        if (g_libraHandshakeRtt && tcb->m_minRtt < Time::Max())
+            tMin = std::min(tMin, tcb->m_minRtt.GetSeconds());
+    }
+
+    void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t segmentsAcked) override
+    {
+        uint32_t mss = tcb->m_segmentSize;
+        if (tcb->m_cWnd < tcb->m_ssThresh && segmentsAcked > 0)
+        {
+            // Slow start: one segment per segment ACKed, up to ssthresh.
+            uint32_t before = tcb->m_cWnd;
+            tcb->m_cWnd = std::min(uint64_t(before) + uint64_t(segmentsAcked) * mss,
+                                   uint64_t(tcb->m_ssThresh.Get()));
+            segmentsAcked -= (tcb->m_cWnd - before) / mss;
+        }
+        if (tcb->m_cWnd >= tcb->m_ssThresh && segmentsAcked > 0)
+        {
+            double t = lastRtt;
+            double w = double(tcb->m_cWnd) / mss;
+            double p = Penalty();
+            pSum += p;
+            pN++;
+            double packets = segmentsAcked / w * K1 * g_libraCapMbps * p * t * t / (t + T0);
+            growthCarry += packets * mss;
+            double whole = std::floor(growthCarry);
+            growthCarry -= whole;
+            tcb->m_cWnd = uint32_t(std::min(double(UINT32_MAX), double(tcb->m_cWnd.Get()) + whole));
+        }
+    }
+
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t) override
+    {
+        double w = double(tcb->m_cWnd) * T1 / (2 * (lastRtt + T0));
+        growthCarry = 0;
+        return std::max(uint32_t(w), 2 * tcb->m_segmentSize);
+    }
+
+    void CongestionStateSet(Ptr<TcpSocketState>, const TcpSocketState::TcpCongState_t s) override
+    {
+        bool measured = Simulator::Now().GetSeconds() >= g_from;
+        if (s == TcpSocketState::CA_RECOVERY)
+        {
+            events++;
+            eventsFrom += measured;
+        }
+        else if (s == TcpSocketState::CA_LOSS)
+        {
+            rtos++;
+            rtosFrom += measured;
+        }
     }
 };
 
@@ -292,6 +426,7 @@ SampleBacklog()
 }
 
 static uint32_t g_maxq = 0;
+static bool g_many = false; // --rtts given
 static void
 OnTcDrop(Ptr<const Packet> p)
 {
@@ -309,7 +444,9 @@ OnEnqueue(Ptr<const Packet> p)
         if (getenv("NS3DBG") && g_maxq > 160)
             fprintf(stderr, "maxq %u at %.4f\n", g_maxq, Simulator::Now().GetSeconds());
     }
-    if (Simulator::Now().GetSeconds() < g_from)
+    // Arrivals per flow are only reported in the 2-flow row; finding a
+    // packet's flow costs a copy per packet, so the --rtts runs skip it.
+    if (Simulator::Now().GetSeconds() < g_from || g_many)
         return;
     int f = FlowOf(p);
     if (f >= 0)
@@ -321,6 +458,27 @@ OnRx(int f, Ptr<const Packet> p, const Address&)
 {
     if (Simulator::Now().GetSeconds() >= g_from)
         g_rx[f] += p->GetSize();
+}
+
+// For a Libra sender: its recoveries (fast recovery entered) and timeouts
+// over the whole run and from --from on, its RTT range, the mean penalty
+// over its congestion-avoidance ACKs (whole run).
+static void
+PrintLibra(Ptr<Node> node)
+{
+    ObjectVectorValue socks;
+    node->GetObject<TcpL4Protocol>()->GetAttribute("SocketList", socks);
+    for (auto it = socks.Begin(); it != socks.End(); ++it)
+    {
+        PointerValue ops;
+        it->second->GetAttribute("CongestionOps", ops);
+        Ptr<TcpLibra> l = DynamicCast<TcpLibra>(ops.Get<TcpCongestionOps>());
+        if (l)
+            printf(" libra_recoveries=%lu libra_rtos=%lu recoveries_from=%lu rtos_from=%lu tmin_ms=%.2f"
+                   " tmax_ms=%.2f mean_penalty=%.3f",
+                   l->events, l->rtos, l->eventsFrom, l->rtosFrom, l->tMin * 1e3, l->tMax * 1e3,
+                   l->pN ? l->pSum / l->pN : 0.0);
+    }
 }
 
 int
@@ -336,7 +494,10 @@ main(int argc, char* argv[])
     double jitterUs = 0;
     std::vector<double> rttList; // --rtts: N flows
     std::vector<double> starts;  // --starts: per-flow sender start, s
+    double startJitter = 0;      // --startJitter=S: each start + uniform [0, S) s
     bool cubic = false;          // --cca=cubic: ns-3's TcpCubic
+    bool libra = false;          // --cca=libra: TcpLibra above
+    bool timestamps = true;      // --timestamps=0: no TCP timestamp option
     bool hystart = true;         // --hystart=0: TcpCubic without HyStart (ns-3's default is on)
     bool hystartDelayOnly = false; // --hystart=delay: only the delay-increase test
     double bottleneckDelayMs = 2, bottleneckMbps = 100;
@@ -385,9 +546,11 @@ main(int argc, char* argv[])
             std::string item;
             while (std::getline(ss, item, ','))
             {
-                if (item != "newreno" && item != "linuxreno" && item != "highspeed" && item != "cubic")
+                if (item != "newreno" && item != "linuxreno" && item != "highspeed" && item != "cubic" &&
+                    item != "libra")
                 {
-                    fprintf(stderr, "--ccas: unknown CCA %s (newreno, linuxreno, highspeed or cubic)\n", item.c_str());
+                    fprintf(stderr, "--ccas: unknown CCA %s (newreno, linuxreno, highspeed, cubic or libra)\n",
+                            item.c_str());
                     return 2;
                 }
                 ccaList.push_back(item);
@@ -407,7 +570,20 @@ main(int argc, char* argv[])
         else if (k == "backlog") backlog = v == "1" || v == "true";
         else if (k == "trace") tracePath = v;
         else if (k == "tax") g_tax = std::stod(v);
-        else if (k == "cca") cubic = v == "cubic";
+        else if (k == "cca")
+        {
+            if (v != "newreno" && v != "cubic" && v != "libra")
+            {
+                fprintf(stderr, "--cca: newreno, cubic or libra\n");
+                return 2;
+            }
+            cubic = v == "cubic";
+            libra = v == "libra";
+        }
+        else if (k == "libraCapMbps") g_libraCapMbps = std::stod(v);
+        else if (k == "libraHandshakeRtt") g_libraHandshakeRtt = v == "1" || v == "true";
+        else if (k == "startJitter") startJitter = std::stod(v);
+        else if (k == "timestamps") timestamps = v == "1" || v == "true";
         else if (k == "hystart")
         {
             hystart = v == "1" || v == "true" || v == "delay";
@@ -419,7 +595,24 @@ main(int argc, char* argv[])
     }
 
     RngSeedManager::SetRun(run);
-    TypeId cca = cubic ? (g_tax > 0 ? Taxed<TcpCubic>::GetTypeId() : TcpCubic::GetTypeId())
+    bool anyLibra = libra || std::find(ccaList.begin(), ccaList.end(), "libra") != ccaList.end();
+    if (anyLibra && g_libraCapMbps <= 0)
+    {
+        fprintf(stderr, "--libraCapMbps must be positive\n");
+        return 2;
+    }
+    if (libra && g_tax > 0)
+    {
+        fprintf(stderr, "--tax does not apply to --cca=libra\n");
+        return 2;
+    }
+    // Libra reads the latest RTT sample: with gain 1 the estimator's value
+    // (what ns-3 passes to PktsAcked) is the latest sample. Other flows' RTO
+    // then follows the latest sample too.
+    if (anyLibra)
+        Config::SetDefault("ns3::RttMeanDeviation::Alpha", DoubleValue(1));
+    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(timestamps));
+    TypeId cca = libra ? TcpLibra::GetTypeId() : cubic ? (g_tax > 0 ? Taxed<TcpCubic>::GetTypeId() : TcpCubic::GetTypeId())
                        : (g_tax > 0 ? Taxed<TcpNewReno>::GetTypeId() : TcpNewReno::GetTypeId());
     Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(cca));
     Config::SetDefault("ns3::TcpCubic::HyStart", BooleanValue(hystart));
@@ -438,12 +631,20 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(pacing));
 
     bool many = !rttList.empty();
+    g_many = many;
     std::vector<double> rtts = many ? rttList : std::vector<double>{rttShort, rttLong};
     size_t n = rtts.size();
     g_drops.assign(n, 0);
     g_arrivals.assign(n, 0);
     g_rx.assign(n, 0);
     g_src.assign(n, Ipv4Address());
+    starts.resize(std::max(starts.size(), n), 0.0);
+    if (startJitter > 0)
+    {
+        Ptr<UniformRandomVariable> su = CreateObject<UniformRandomVariable>();
+        for (size_t i = 0; i < n; i++)
+            starts[i] += su->GetValue(0, startJitter);
+    }
 
     NodeContainer snd, rcv, rt;
     snd.Create(n);
@@ -485,6 +686,7 @@ main(int argc, char* argv[])
         TypeId t = ccaList[i] == "highspeed" ? TcpHighSpeed::GetTypeId()
                  : ccaList[i] == "cubic"     ? TcpCubic::GetTypeId()
                  : ccaList[i] == "linuxreno" ? TcpLinuxReno::GetTypeId()
+                 : ccaList[i] == "libra"     ? TcpLibra::GetTypeId()
                                              : TcpNewReno::GetTypeId();
         snd.Get(i)->GetObject<TcpL4Protocol>()->SetAttribute("SocketType", TypeIdValue(t));
     }
@@ -560,8 +762,11 @@ main(int argc, char* argv[])
             double g = g_rx[i] * 8 / span / 1e6;
             sum += g;
             sq += g * g;
-            printf("flow=%zu rtt_ms=%g cca=%s goodput_mbps=%.3f drops=%lu\n", i, rtts[i],
-                   i < ccaList.size() ? ccaList[i].c_str() : (cubic ? "cubic" : "newreno"), g, g_drops[i]);
+            printf("flow=%zu rtt_ms=%g cca=%s goodput_mbps=%.3f drops=%lu", i, rtts[i],
+                   i < ccaList.size() ? ccaList[i].c_str() : (cubic ? "cubic" : libra ? "libra" : "newreno"), g,
+                   g_drops[i]);
+            PrintLibra(snd.Get(i));
+            printf("\n");
         }
         printf("total_mbps=%.3f jfi=%.4f", sum, sq > 0 ? sum * sum / (n * sq) : 0.0);
         if (backlog)
