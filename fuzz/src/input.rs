@@ -52,6 +52,7 @@ impl<'a> Input<'a> {
     }
 }
 
+#[cfg(any(feature = "transport", feature = "tools"))]
 /// Split `data` at the first `sep` byte: (before, after); all of it and an
 /// empty slice when there is none.
 pub fn split_at_byte(data: &[u8], sep: u8) -> (&[u8], &[u8]) {

@@ -71,6 +71,7 @@ pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target built with the enabled features.
 pub fn targets() -> Vec<Target> {
+    #[allow(unused_mut)] // Without `transport` and `tools`.
     let mut v: Vec<Target> = vec![
         ("router_frames", router_frames),
         ("l3_neighbours", l3_neighbours),
