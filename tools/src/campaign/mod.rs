@@ -419,8 +419,13 @@ values = ["0.5bdp", "1bdp"]
                      {"index": 1, "point": 3, "seed": 2, "dir": "r"}]}"#;
         std::fs::write(dir.join(PLAN_FILE), plan).unwrap();
         std::fs::write(dir.join("r/results.json"), "{}").unwrap();
-        let e = read_plan_file(&dir.join(PLAN_FILE)).unwrap_err().to_string();
-        assert!(e.contains("`runs[1].point` = 3") && e.contains("1 points"), "{e}");
+        let e = read_plan_file(&dir.join(PLAN_FILE))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`runs[1].point` = 3") && e.contains("1 points"),
+            "{e}"
+        );
         let e = merge(&dir).unwrap_err().to_string();
         assert!(e.contains("runs[1].point"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
