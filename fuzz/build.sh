@@ -7,6 +7,10 @@ cd "$(dirname "$0")"
 # The workspace's versions of every shared dependency (cargo adds libFuzzer's).
 [ -f Cargo.lock ] || cp ../Cargo.lock Cargo.lock
 triple=$(rustc -vV | sed -n 's/^host: //p')
+# Always fuzz/target, whatever CARGO_TARGET_DIR says: the binaries are looked
+# for there (ci.sh), and instrumented builds must not mix with the
+# workspace's.
+export CARGO_TARGET_DIR="$PWD/target"
 export RUSTFLAGS="-Cpasses=sancov-module \
  -Cllvm-args=-sanitizer-coverage-level=4 \
  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
