@@ -25,6 +25,10 @@
 //!   fills and a scrape is never queued behind them), the request head within
 //!   `header_read_timeout`, the whole exchange, writing included, within
 //!   `connection_deadline`; a request head larger than 8 KiB gets `431`.
+//! - With [`MetricsServer::start_with_own_counters`] (both binaries), the
+//!   endpoint's own refused and timed-out connections are appended to the
+//!   text as `PREFIX_metrics_http_refused_total` and
+//!   `PREFIX_metrics_http_timed_out_total`.
 //!
 //! ```no_run
 //! use tollgate_metrics_http::{MetricsServer, ServerConfig};
@@ -118,6 +122,52 @@ pub struct ServerStats {
     pub open: u64,
 }
 
+impl ServerStats {
+    /// The counters a scraper wants about the metrics endpoint itself, as
+    /// OpenMetrics counter families (`# HELP`, `# TYPE`, no `# EOF`):
+    /// `{prefix}_metrics_http_refused_total` ([`refused`](Self::refused):
+    /// connections closed unanswered at the connection limit) and
+    /// `{prefix}_metrics_http_timed_out_total`
+    /// ([`timed_out`](Self::timed_out): connections cut off by a deadline).
+    pub fn openmetrics(&self, prefix: &str) -> String {
+        let mut out = String::new();
+        for (name, help, value) in [
+            (
+                "metrics_http_refused",
+                "Connections to this metrics endpoint closed unanswered because its connection limit was reached.",
+                self.refused,
+            ),
+            (
+                "metrics_http_timed_out",
+                "Connections to this metrics endpoint cut off by its request-head or connection deadline.",
+                self.timed_out,
+            ),
+        ] {
+            out.push_str(&format!(
+                "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} counter\n{prefix}_{name}_total {value}\n"
+            ));
+        }
+        out
+    }
+}
+
+/// `exposition` (OpenMetrics text) with `families` inserted before its
+/// final `# EOF` line (appended, with a `# EOF`, if it has none).
+pub fn insert_families(exposition: &str, families: &str) -> String {
+    let body = exposition
+        .strip_suffix("# EOF\n")
+        .or_else(|| exposition.strip_suffix("# EOF"))
+        .unwrap_or(exposition);
+    let mut out = String::with_capacity(body.len() + families.len() + 8);
+    out.push_str(body);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(families);
+    out.push_str("# EOF\n");
+    out
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     accepted: AtomicU64,
@@ -132,6 +182,18 @@ impl Counters {
     fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }
+
+    fn snapshot(&self) -> ServerStats {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ServerStats {
+            accepted: get(&self.accepted),
+            responses: get(&self.responses),
+            refused: get(&self.refused),
+            timed_out: get(&self.timed_out),
+            accept_errors: get(&self.accept_errors),
+            open: get(&self.open),
+        }
+    }
 }
 
 /// Takes one connection off the open count when its task ends, however
@@ -144,7 +206,7 @@ impl Drop for OpenSlot {
     }
 }
 
-type Render = Arc<dyn Fn() -> String + Send + Sync>;
+type Render = Arc<dyn Fn(ServerStats) -> String + Send + Sync>;
 
 /// A running metrics server: one OS thread named `tollgate-metrics` with a
 /// tokio current-thread runtime. [`stop`](Self::stop) or dropping it ends the
@@ -166,6 +228,54 @@ impl MetricsServer {
     pub fn start<R>(addr: impl ToSocketAddrs, config: ServerConfig, render: R) -> io::Result<Self>
     where
         R: Fn() -> String + Send + Sync + 'static,
+    {
+        Self::start_with_stats(addr, config, move |_| render())
+    }
+
+    /// [`start`](Self::start), with the server's own counters appended to
+    /// `render()`'s text (before its `# EOF`) as
+    /// [`ServerStats::openmetrics`] encodes them under `prefix`: what
+    /// `tollgate-router` (prefix `tollgate`) and `tollgate serve` (prefix
+    /// `tollgate_serve`) serve.
+    pub fn start_with_own_counters<R>(
+        addr: impl ToSocketAddrs,
+        config: ServerConfig,
+        prefix: &str,
+        render: R,
+    ) -> io::Result<Self>
+    where
+        R: Fn() -> String + Send + Sync + 'static,
+    {
+        let prefix = prefix.to_string();
+        Self::start_with_stats(addr, config, move |stats| {
+            insert_families(&render(), &stats.openmetrics(&prefix))
+        })
+    }
+
+    /// [`start`](Self::start), with `render` given the server's own
+    /// counters as of the request ([`ServerStats`]; the request being
+    /// answered is counted in `accepted` and `open`), so that the endpoint
+    /// can export them with the rest, e.g. the connections it refused or
+    /// timed out:
+    ///
+    /// ```no_run
+    /// use tollgate_metrics_http::{MetricsServer, ServerConfig};
+    ///
+    /// let server = MetricsServer::start_with_stats("127.0.0.1:0", ServerConfig::default(), |s| {
+    ///     format!(
+    ///         "# TYPE http_refused counter\nhttp_refused_total {}\n# EOF\n",
+    ///         s.refused
+    ///     )
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_with_stats<R>(
+        addr: impl ToSocketAddrs,
+        config: ServerConfig,
+        render: R,
+    ) -> io::Result<Self>
+    where
+        R: Fn(ServerStats) -> String + Send + Sync + 'static,
     {
         if config.max_connections == 0 {
             return Err(io::Error::new(
@@ -212,16 +322,7 @@ impl MetricsServer {
 
     /// The counters so far.
     pub fn stats(&self) -> ServerStats {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ServerStats {
-            accepted: get(&c.accepted),
-            responses: get(&c.responses),
-            refused: get(&c.refused),
-            timed_out: get(&c.timed_out),
-            accept_errors: get(&c.accept_errors),
-            open: get(&c.open),
-        }
+        self.counters.snapshot()
     }
 
     /// Stop serving: close the listener and every open connection and join
@@ -292,7 +393,7 @@ async fn accept_loop(
                 let counters = counters.clone();
                 service_fn(move |req: Request<Incoming>| {
                     Counters::bump(&counters.responses);
-                    let response = respond(&req, render.as_ref());
+                    let response = respond(&req, &|| render(counters.snapshot()));
                     async move { Ok::<_, Infallible>(response) }
                 })
             };
@@ -310,10 +411,7 @@ async fn accept_loop(
 }
 
 /// The response to one request: the metrics, 404 or 405.
-fn respond(
-    req: &Request<Incoming>,
-    render: &(dyn Fn() -> String + Send + Sync),
-) -> Response<Full<Bytes>> {
+fn respond(req: &Request<Incoming>, render: &dyn Fn() -> String) -> Response<Full<Bytes>> {
     if req.uri().path() != METRICS_PATH {
         return plain(
             StatusCode::NOT_FOUND,

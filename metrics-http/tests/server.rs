@@ -336,3 +336,51 @@ fn a_zero_connection_limit_or_a_taken_address_is_an_error() {
         MetricsServer::start(first.local_addr(), ServerConfig::default(), String::new).is_err()
     );
 }
+
+#[test]
+fn own_counters_are_exported_before_eof() {
+    let server = MetricsServer::start_with_own_counters(
+        "127.0.0.1:0",
+        ServerConfig {
+            max_connections: 2,
+            header_read_timeout: Duration::from_millis(200),
+            ..ServerConfig::default()
+        },
+        "tollgate_test",
+        || BODY.to_string(),
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    // Two idle clients fill the limit; a third is refused; the two time out.
+    let idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    assert!(wait_for(Duration::from_secs(1), || server.stats().open == 2));
+    let third = TcpStream::connect(addr).unwrap();
+    assert!(wait_for(Duration::from_secs(3), || {
+        let s = server.stats();
+        s.refused == 1 && s.timed_out == 2 && s.open == 0
+    }));
+    let body = String::from_utf8(scrape(addr).body).unwrap();
+    let want = "# TYPE tollgate_up gauge\ntollgate_up 1\n\
+        # HELP tollgate_test_metrics_http_refused Connections to this metrics endpoint closed unanswered because its connection limit was reached.\n\
+        # TYPE tollgate_test_metrics_http_refused counter\n\
+        tollgate_test_metrics_http_refused_total 1\n\
+        # HELP tollgate_test_metrics_http_timed_out Connections to this metrics endpoint cut off by its request-head or connection deadline.\n\
+        # TYPE tollgate_test_metrics_http_timed_out counter\n\
+        tollgate_test_metrics_http_timed_out_total 2\n# EOF\n";
+    assert_eq!(body, want);
+    drop((idle, third));
+}
+
+#[test]
+fn families_go_before_eof_whatever_the_ending() {
+    use tollgate_metrics_http::insert_families;
+    let f = "# TYPE b counter\nb_total 1\n";
+    let want = "a 1\n# TYPE b counter\nb_total 1\n# EOF\n";
+    assert_eq!(insert_families("a 1\n# EOF\n", f), want);
+    assert_eq!(insert_families("a 1\n# EOF", f), want);
+    assert_eq!(insert_families("a 1", f), want);
+    assert_eq!(
+        insert_families("", f),
+        "# TYPE b counter\nb_total 1\n# EOF\n"
+    );
+}

@@ -108,10 +108,17 @@ fn run(cfg: &RouterConfig, args: &Args, eal: &Eal) -> ExitCode {
     let published = Published::new();
     let metrics = match &cfg.prometheus {
         None => None,
-        Some(addr) => match MetricsServer::start(addr.as_str(), ServerConfig::default(), {
-            let published = published.clone();
-            move || published.latest().render_prometheus()
-        }) {
+        // The metrics server's own refused and timed-out connections are
+        // appended as tollgate_metrics_http_{refused,timed_out}_total.
+        Some(addr) => match MetricsServer::start_with_own_counters(
+            addr.as_str(),
+            ServerConfig::default(),
+            "tollgate",
+            {
+                let published = published.clone();
+                move || published.latest().render_prometheus()
+            },
+        ) {
             Ok(server) => {
                 println!("  prometheus: http://{}/metrics", server.local_addr());
                 Some(server)
