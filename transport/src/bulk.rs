@@ -735,7 +735,8 @@ pub struct ServerSummary {
     pub refused_cca: u64,
     /// Connections closed with code 0 by the peer.
     pub clean_closes: u64,
-    /// Final reports of drained connections (the first 1024).
+    /// Final reports of drained connections (the first 1024, or
+    /// [`BulkServer::with_max_reports`]).
     pub reports: Vec<ConnReport>,
 }
 
@@ -748,6 +749,8 @@ pub struct BulkServer {
     live: HashSet<ConnectionHandle>,
     shutdown: Arc<AtomicBool>,
     allowed_ccas: Option<Vec<String>>,
+    /// Most reports kept in [`ServerSummary::reports`] (`None`: 1024).
+    max_reports: Option<usize>,
     /// Totals.
     pub summary: ServerSummary,
 }
@@ -762,6 +765,14 @@ impl BulkServer {
     /// `taxed`, ...) is in `names`; by default any valid spec is accepted.
     pub fn with_allowed_ccas(mut self, names: Vec<String>) -> Self {
         self.allowed_ccas = Some(names);
+        self
+    }
+
+    /// Keep the final reports of the first `n` drained connections only
+    /// (default 1024; each holds the connection's full RTT histogram, so a
+    /// long-running server keeps few).
+    pub fn with_max_reports(mut self, n: usize) -> Self {
+        self.max_reports = Some(n);
         self
     }
 
@@ -940,7 +951,7 @@ impl App for BulkServer {
             }
             Event::Drained(report) => {
                 self.live.remove(&report.handle);
-                if self.summary.reports.len() < MAX_REPORTS {
+                if self.summary.reports.len() < self.max_reports.unwrap_or(MAX_REPORTS) {
                     self.summary.reports.push(*report);
                 }
             }

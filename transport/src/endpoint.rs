@@ -25,8 +25,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use quinn_proto::{
     AckFrequencyConfig, ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir,
-    EcnCodepoint, EndpointConfig, ServerConfig, Side, StreamEvent, StreamId, TransportConfig,
-    VarInt,
+    EcnCodepoint, EndpointConfig, ServerConfig, StreamEvent, StreamId, TransportConfig, VarInt,
 };
 use rustc_hash::FxHashMap;
 use tracing::Span;
@@ -151,6 +150,52 @@ impl Default for EndpointOptions {
             max_gso_segments: 1,
             allow_mtud: true,
             rng_seed: None,
+        }
+    }
+}
+
+/// How a server admits new connections: address validation (QUIC Retry)
+/// under load, a cap on handshakes in progress and a deadline for each
+/// handshake. Set with [`Endpoint::set_admission`]; [`Default`] validates no
+/// address, caps nothing beyond [`EndpointOptions::max_connections`] and
+/// leaves half-open connections to the idle timeout (what an emulated
+/// server, whose clients are all real, wants).
+///
+/// Each new client (an Initial packet that quinn-proto could decode) meets
+/// these checks in order; the first that applies decides, and each outcome
+/// is counted in [`EndpointStats`]:
+///
+/// 1. `max_connections` connections held (handshakes included): refused
+///    with `CONNECTION_REFUSED` ([`EndpointStats::refused`]);
+/// 2. the client's address is not validated (no Retry token) and at least
+///    `retry_threshold` handshakes with unvalidated clients are in progress:
+///    answered with a Retry ([`EndpointStats::retry_sent`]), which costs the
+///    server no state; a client that owns its address comes back with the
+///    token, one round trip later, and is validated;
+/// 3. `max_handshakes` handshakes in progress: refused with
+///    `CONNECTION_REFUSED` ([`EndpointStats::refused_handshakes`]);
+/// 4. otherwise accepted ([`EndpointStats::accepted`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admission {
+    /// Answer unvalidated clients with a Retry once this many handshakes
+    /// with unvalidated clients are in progress; `Some(0)` always, `None`
+    /// never.
+    pub retry_threshold: Option<usize>,
+    /// Most handshakes in progress at once.
+    pub max_handshakes: usize,
+    /// Close a server connection whose handshake has not completed this long
+    /// after its first Initial arrived (counted in
+    /// [`EndpointStats::timed_out_handshake`]); `None`: only the idle
+    /// timeout ends it.
+    pub handshake_timeout: Option<Duration>,
+}
+
+impl Default for Admission {
+    fn default() -> Self {
+        Admission {
+            retry_threshold: None,
+            max_handshakes: usize::MAX,
+            handshake_timeout: None,
         }
     }
 }
@@ -320,6 +365,30 @@ struct Conn {
     rec: Recorder,
     span: Span,
     closed: bool,
+    /// A server connection whose handshake is in progress: whether the
+    /// client's address was validated when it was accepted.
+    handshake: Option<bool>,
+}
+
+/// The server's handshakes in progress (see [`Admission`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Handshakes {
+    /// Server connections whose handshake is in progress.
+    all: usize,
+    /// Those of them whose client's address was not validated.
+    unvalidated: usize,
+}
+
+impl Handshakes {
+    /// `conn`'s handshake is over (completed, failed, closed or abandoned).
+    fn leave(&mut self, conn: &mut Conn) {
+        if let Some(validated) = conn.handshake.take() {
+            self.all -= 1;
+            if !validated {
+                self.unvalidated -= 1;
+            }
+        }
+    }
 }
 
 /// The sans-IO endpoint: quinn-proto plus Tollgate's CCAs, marking, pacing and stats.
@@ -332,6 +401,8 @@ pub struct Endpoint {
     order: Vec<ConnectionHandle>,
     next_rr: usize,
     server: Option<(ServerConfig, ConnectionOptions)>,
+    admission: Admission,
+    handshakes: Handshakes,
     client: Option<Arc<dyn quinn_proto::crypto::ClientConfig>>,
     responses: VecDeque<(quinn_proto::Transmit, Vec<u8>)>,
     events: VecDeque<Event>,
@@ -361,6 +432,8 @@ impl Endpoint {
             order: Vec::new(),
             next_rr: 0,
             server: None,
+            admission: Admission::default(),
+            handshakes: Handshakes::default(),
             client: None,
             responses: VecDeque::new(),
             events: VecDeque::new(),
@@ -383,6 +456,17 @@ impl Endpoint {
         self.proto.set_server_config(Some(Arc::new(cfg.clone())));
         self.server = Some((cfg, defaults));
         Ok(())
+    }
+
+    /// How new incoming connections are admitted (Retry under load,
+    /// handshake cap and deadline); see [`Admission`].
+    pub fn set_admission(&mut self, admission: Admission) {
+        self.admission = admission;
+    }
+
+    /// Server handshakes in progress now: (all, with unvalidated clients).
+    pub fn handshakes_in_progress(&self) -> (usize, usize) {
+        (self.handshakes.all, self.handshakes.unvalidated)
     }
 
     /// Allow outgoing connections with `crypto` (usually a
@@ -408,7 +492,7 @@ impl Endpoint {
             .proto
             .connect(now, cfg, remote, server_name)
             .map_err(ConnectError::Quic)?;
-        self.insert(now, ch, conn, cca, &options, Side::Client);
+        self.insert(now, ch, conn, cca, &options, None);
         Ok(ch)
     }
 
@@ -419,8 +503,9 @@ impl Endpoint {
         proto: quinn_proto::Connection,
         cca: CcaHandle,
         options: &ConnectionOptions,
-        side: Side,
+        handshake: Option<bool>,
     ) {
+        let side = proto.side();
         let dscp = if options.mark_dscp {
             cca.variant().dscp()
         } else {
@@ -449,8 +534,15 @@ impl Endpoint {
                 rec: Recorder::new(options.stats_interval),
                 span,
                 closed: false,
+                handshake,
             },
         );
+        if let Some(validated) = handshake {
+            self.handshakes.all += 1;
+            if !validated {
+                self.handshakes.unvalidated += 1;
+            }
+        }
         self.order.push(ch);
     }
 
@@ -500,53 +592,86 @@ impl Endpoint {
                     self.process(now, ch);
                 }
             }
-            Some(DatagramEvent::NewConnection(incoming)) => {
-                let server = self
-                    .server
-                    .as_ref()
-                    .filter(|_| self.conns.len() < self.options.max_connections);
-                let Some((base, defaults)) = server else {
-                    return self.refuse(incoming);
-                };
-                let defaults = defaults.clone();
-                // Validated by set_server, so this only fails on a race with a
-                // registry change; refuse rather than panic.
-                let Ok(cca) = CcaHandle::with_link_rate(&defaults.cca, defaults.link_rate_bps)
-                else {
-                    return self.refuse(incoming);
-                };
-                let mut cfg = base.clone();
-                cfg.transport_config(defaults.transport(&cca));
-                self.scratch.clear();
-                match self
-                    .proto
-                    .accept(incoming, now, &mut self.scratch, Some(Arc::new(cfg)))
-                {
-                    Ok((ch, conn)) => {
-                        self.stats.accepted += 1;
-                        self.insert(now, ch, conn, cca, &defaults, Side::Server);
-                        self.push_event(Event::Accepted(ch));
-                        if let Some(c) = self.conns.get_mut(&ch) {
-                            c.rec.peer_dscp[usize::from(tos.unwrap_or(0) >> 2)] += 1;
-                        }
-                        self.process(now, ch);
-                    }
-                    Err(e) => {
-                        self.stats.accept_failed += 1;
-                        tracing::debug!(cause = %e.cause, "incoming connection failed");
-                        if let Some(t) = e.response {
-                            self.queue_response(t);
-                        }
-                    }
+            Some(DatagramEvent::NewConnection(incoming)) => self.admit(now, tos, incoming),
+        }
+    }
+
+    /// Decide about a new client (see [`Admission`]).
+    fn admit(&mut self, now: Instant, tos: Option<u8>, incoming: quinn_proto::Incoming) {
+        if self.responses.len() >= MAX_RESPONSES {
+            // No room to answer: drop it unanswered, before any crypto.
+            self.stats.ignored += 1;
+            return self.proto.ignore(incoming);
+        }
+        let server = self
+            .server
+            .as_ref()
+            .filter(|_| self.conns.len() < self.options.max_connections);
+        let Some((base, defaults)) = server else {
+            self.stats.refused += 1;
+            return self.refuse(incoming);
+        };
+        let validated = incoming.remote_address_validated();
+        let retry = !validated
+            && incoming.may_retry()
+            && self
+                .admission
+                .retry_threshold
+                .is_some_and(|t| self.handshakes.unvalidated >= t);
+        if retry {
+            self.scratch.clear(); // see handle_datagram_owned
+            match self.proto.retry(incoming, &mut self.scratch) {
+                Ok(t) => {
+                    self.stats.retry_sent += 1;
+                    self.queue_response(t);
+                }
+                Err(e) => {
+                    self.stats.refused_handshakes += 1;
+                    self.refuse(e.into_incoming());
+                }
+            }
+            return;
+        }
+        if self.handshakes.all >= self.admission.max_handshakes {
+            self.stats.refused_handshakes += 1;
+            return self.refuse(incoming);
+        }
+        let defaults = defaults.clone();
+        // Validated by set_server, so this only fails on a race with a
+        // registry change; refuse rather than panic.
+        let Ok(cca) = CcaHandle::with_link_rate(&defaults.cca, defaults.link_rate_bps) else {
+            self.stats.refused += 1;
+            return self.refuse(incoming);
+        };
+        let mut cfg = base.clone();
+        cfg.transport_config(defaults.transport(&cca));
+        self.scratch.clear();
+        match self
+            .proto
+            .accept(incoming, now, &mut self.scratch, Some(Arc::new(cfg)))
+        {
+            Ok((ch, conn)) => {
+                self.stats.accepted += 1;
+                self.insert(now, ch, conn, cca, &defaults, Some(validated));
+                self.push_event(Event::Accepted(ch));
+                if let Some(c) = self.conns.get_mut(&ch) {
+                    c.rec.peer_dscp[usize::from(tos.unwrap_or(0) >> 2)] += 1;
+                }
+                self.process(now, ch);
+            }
+            Err(e) => {
+                self.stats.accept_failed += 1;
+                tracing::debug!(cause = %e.cause, "incoming connection failed");
+                if let Some(t) = e.response {
+                    self.queue_response(t);
                 }
             }
         }
     }
 
-    /// Refuse an incoming connection (counted) and queue quinn-proto's
-    /// CONNECTION_CLOSE for its client.
+    /// Refuse an incoming connection (the caller counts why) and queue
+    /// quinn-proto's CONNECTION_CLOSE (`CONNECTION_REFUSED`) for its client.
     fn refuse(&mut self, incoming: quinn_proto::Incoming) {
-        self.stats.refused += 1;
         self.scratch.clear(); // see handle_datagram_owned
         let t = self.proto.refuse(incoming, &mut self.scratch);
         self.queue_response(t);
@@ -577,16 +702,26 @@ impl Endpoint {
         }
         // Straight into the event queue (a field apart from `conns`): a
         // `Vec` per call was an allocation per received packet.
-        let (events, dropped) = (&mut self.events, &mut self.stats.events_dropped);
-        let mut out = |ev| push_bounded(events, dropped, ev);
+        let (events, stats) = (&mut self.events, &mut self.stats);
+        let handshakes = &mut self.handshakes;
         while let Some(ev) = conn.proto.poll() {
+            let mut out = |ev| push_bounded(events, &mut stats.events_dropped, ev);
             match ev {
                 quinn_proto::Event::Connected => {
                     tracing::info!(parent: &conn.span, "connected");
+                    handshakes.leave(conn);
                     out(Event::Connected(ch));
                 }
                 quinn_proto::Event::ConnectionLost { reason } => {
                     tracing::info!(parent: &conn.span, %reason, "connection closed");
+                    if matches!(reason, ConnectionError::TimedOut) {
+                        if conn.handshake.is_some() {
+                            stats.timed_out_handshake += 1;
+                        } else {
+                            stats.timed_out_idle += 1;
+                        }
+                    }
+                    handshakes.leave(conn);
                     conn.closed = true;
                     out(Event::Closed(ch, reason.into()));
                 }
@@ -612,6 +747,7 @@ impl Endpoint {
         }
         let drained = conn.proto.is_drained();
         if drained {
+            handshakes.leave(conn);
             let report = self.report(now, ch).expect("connection exists");
             if let Some(conn) = self.conns.remove(&ch) {
                 tracing::info!(parent: &conn.span, "connection drained");
@@ -697,6 +833,9 @@ impl Endpoint {
             }
             if !conn.closed {
                 consider(conn.created + conn.rec.next_sample);
+                if let (Some(_), Some(limit)) = (conn.handshake, self.admission.handshake_timeout) {
+                    consider(conn.created + limit);
+                }
             }
         }
         earliest
@@ -712,6 +851,28 @@ impl Endpoint {
             };
             if conn.proto.poll_timeout().is_some_and(|t| t <= now) {
                 conn.proto.handle_timeout(now);
+            }
+            let abandon = conn.handshake.is_some()
+                && !conn.closed
+                && self
+                    .admission
+                    .handshake_timeout
+                    .is_some_and(|limit| now.saturating_duration_since(conn.created) >= limit);
+            if abandon {
+                tracing::info!(parent: &conn.span, "handshake timed out");
+                conn.proto.close(
+                    now,
+                    VarInt::from_u32(0),
+                    bytes::Bytes::from_static(b"handshake timeout"),
+                );
+                conn.closed = true;
+                self.handshakes.leave(conn);
+                self.stats.timed_out_handshake += 1;
+                push_bounded(
+                    &mut self.events,
+                    &mut self.stats.events_dropped,
+                    Event::Closed(ch, CloseReason::TimedOut),
+                );
             }
             let age = now.saturating_duration_since(conn.created);
             if !conn.closed && age >= conn.rec.next_sample {
@@ -907,6 +1068,7 @@ impl Endpoint {
                 VarInt::from_u32(code),
                 bytes::Bytes::copy_from_slice(reason),
             );
+            self.handshakes.leave(conn);
             // quinn-proto reports no event for a local close; the app gets one anyway.
             let first = !std::mem::replace(&mut conn.closed, true);
             if first {

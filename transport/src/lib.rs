@@ -498,8 +498,8 @@ pub mod window;
 
 pub use driver::{App, Driver};
 pub use endpoint::{
-    CloseReason, ConnectError, ConnectionOptions, Endpoint, EndpointOptions, Event, PromptAcks,
-    ReadStatus, SetCcaError, StreamError, Transmit,
+    Admission, CloseReason, ConnectError, ConnectionOptions, Endpoint, EndpointOptions, Event,
+    PromptAcks, ReadStatus, SetCcaError, StreamError, Transmit,
 };
 pub use pool::Pool;
 pub use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};

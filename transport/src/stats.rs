@@ -175,10 +175,28 @@ pub struct EndpointStats {
     pub responses_dropped: u64,
     /// Incoming connections accepted.
     pub accepted: u64,
-    /// Incoming connections refused (no server role or connection limit).
+    /// Incoming connections refused (`CONNECTION_REFUSED`) because
+    /// `max_connections` were held (or the endpoint is no server).
     pub refused: u64,
-    /// Incoming connections whose handshake could not start.
+    /// Incoming connections refused (`CONNECTION_REFUSED`) because
+    /// [`Admission::max_handshakes`](crate::endpoint::Admission::max_handshakes)
+    /// handshakes were in progress.
+    pub refused_handshakes: u64,
+    /// Incoming connections answered with a Retry (address validation
+    /// under load, see [`Admission`](crate::endpoint::Admission)); no state kept.
+    pub retry_sent: u64,
+    /// Incoming connections dropped unanswered because the queue of
+    /// stateless responses was full.
+    pub ignored: u64,
+    /// Incoming connections whose handshake could not start (an Initial
+    /// that fails authentication: garbage with a valid-looking header).
     pub accept_failed: u64,
+    /// Connections closed by the idle timeout after their handshake (the
+    /// peer went silent: vanished mid-transfer).
+    pub timed_out_idle: u64,
+    /// Server connections whose handshake did not complete in time (the
+    /// handshake timeout or the idle timeout during the handshake).
+    pub timed_out_handshake: u64,
     /// Application events dropped because the queue was full.
     pub events_dropped: u64,
 }
