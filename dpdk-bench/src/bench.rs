@@ -946,7 +946,7 @@ mod tests {
         assert_eq!(o.eal_extra, ["--log-level=8"]);
         assert_eq!(
             o.cases,
-            ["droptail", "red", "choke", "cebinae", "rrmqs", "codel", "fq_codel"]
+            ["droptail", "red", "choke", "cebinae", "rrmqs", "codel", "fq_codel", "dualpi2"]
         );
         assert_eq!(o.repeat, 1);
         let m = Opts::try_parse_from([

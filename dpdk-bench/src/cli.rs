@@ -13,8 +13,8 @@ use serde::Serialize;
 use tollgate_dataplane::config::{parse_duration, SyntheticConfig, DEFAULT_HEAVY_SHARE};
 
 /// The cases: plain forwarding (the baseline) and one per discipline.
-pub const CASES: [&str; 8] = [
-    "forward", "droptail", "red", "choke", "cebinae", "rrmqs", "codel", "fq_codel",
+pub const CASES: [&str; 9] = [
+    "forward", "droptail", "red", "choke", "cebinae", "rrmqs", "codel", "fq_codel", "dualpi2",
 ];
 
 /// What `--help` prints after the options.
@@ -71,7 +71,7 @@ pub struct Opts {
     pub flows: Vec<u32>,
     /// Cases to run, comma-separated (`forward` always runs first: it is the
     /// baseline of the ratios).
-    #[arg(long, default_value = "droptail,red,choke,cebinae,rrmqs,codel,fq_codel", value_delimiter = ',',
+    #[arg(long, default_value = "droptail,red,choke,cebinae,rrmqs,codel,fq_codel,dualpi2", value_delimiter = ',',
           value_parser = clap::builder::PossibleValuesParser::new(&CASES[1..]))]
     pub cases: Vec<String>,
     /// Lcore counts to run each discipline case with, comma-separated: 1 is

@@ -10,6 +10,7 @@ use crate::choke::Choke;
 use crate::codel::Codel;
 use crate::discipline_config::DisciplineConfig;
 use crate::droptail::DropTail;
+use crate::dualpi2::DualPi2;
 use crate::fq::Fq;
 use crate::fq_codel::FqCodel;
 use crate::qdisc::{ConfigError, Counters, DropReason, PacketHandle, Qdisc, Verdict};
@@ -35,6 +36,8 @@ pub enum AnyQdisc<P> {
     Codel(Codel<P>),
     /// FQ-CoDel.
     FqCodel(FqCodel<P>),
+    /// DualPI2.
+    DualPi2(DualPi2<P>),
 }
 
 impl<P: PacketHandle> AnyQdisc<P> {
@@ -49,6 +52,7 @@ impl<P: PacketHandle> AnyQdisc<P> {
             DisciplineConfig::Fq(c) => AnyQdisc::Fq(Fq::new(c)?),
             DisciplineConfig::Codel(c) => AnyQdisc::Codel(Codel::new(c)?),
             DisciplineConfig::FqCodel(c) => AnyQdisc::FqCodel(FqCodel::new(c)?),
+            DisciplineConfig::DualPi2(c) => AnyQdisc::DualPi2(DualPi2::new(c)?),
         })
     }
 }
@@ -65,6 +69,7 @@ macro_rules! each {
             AnyQdisc::Fq($q) => $e,
             AnyQdisc::Codel($q) => $e,
             AnyQdisc::FqCodel($q) => $e,
+            AnyQdisc::DualPi2($q) => $e,
         }
     };
 }

@@ -29,6 +29,7 @@ use crate::cebinae::CebinaeConfig;
 use crate::choke::ChokeConfig;
 use crate::codel::{CodelConfig, CodelParams};
 use crate::droptail::{DropTailConfig, Limit};
+use crate::dualpi2::DualPi2Config;
 use crate::fq::FqConfig;
 use crate::fq_codel::FqCodelConfig;
 use crate::qdisc::ConfigError;
@@ -54,11 +55,13 @@ pub enum DisciplineConfig {
     Codel(CodelConfig),
     /// [`FqCodel`](crate::fq_codel::FqCodel).
     FqCodel(FqCodelConfig),
+    /// [`DualPi2`](crate::dualpi2::DualPi2).
+    DualPi2(DualPi2Config),
 }
 
 /// The names of the disciplines, as written after `discipline =`.
-pub const DISCIPLINE_NAMES: [&str; 8] = [
-    "droptail", "red", "choke", "cebinae", "rrmqs", "fq", "codel", "fq_codel",
+pub const DISCIPLINE_NAMES: [&str; 9] = [
+    "droptail", "red", "choke", "cebinae", "rrmqs", "fq", "codel", "fq_codel", "dualpi2",
 ];
 
 impl Default for DisciplineConfig {
@@ -79,6 +82,7 @@ impl DisciplineConfig {
             DisciplineConfig::Fq(_) => "fq",
             DisciplineConfig::Codel(_) => "codel",
             DisciplineConfig::FqCodel(_) => "fq_codel",
+            DisciplineConfig::DualPi2(_) => "dualpi2",
         }
     }
 
@@ -93,6 +97,7 @@ impl DisciplineConfig {
             "fq" => DisciplineConfig::Fq(FqConfig::default()),
             "codel" => DisciplineConfig::Codel(CodelConfig::default()),
             "fq_codel" => DisciplineConfig::FqCodel(FqCodelConfig::default()),
+            "dualpi2" => DisciplineConfig::DualPi2(DualPi2Config::default()),
             _ => return None,
         })
     }
@@ -108,6 +113,7 @@ impl DisciplineConfig {
             DisciplineConfig::Fq(c) => c.validate(),
             DisciplineConfig::Codel(c) => c.validate(),
             DisciplineConfig::FqCodel(c) => c.validate(),
+            DisciplineConfig::DualPi2(c) => c.validate(),
         }
     }
 }
@@ -162,6 +168,9 @@ pub enum DisciplineKeys {
     /// `discipline = "fq_codel"`.
     #[serde(rename = "fq_codel")]
     FqCodel(FqCodelKeys),
+    /// `discipline = "dualpi2"`.
+    #[serde(rename = "dualpi2")]
+    DualPi2(DualPi2Keys),
 }
 
 impl Default for DisciplineKeys {
@@ -216,6 +225,32 @@ pub struct FqCodelKeys {
     pub interval: Option<String>,
     /// Mark ECN-capable packets instead of dropping. Default true.
     pub ecn: Option<bool>,
+}
+
+/// DualPI2's keys.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DualPi2Keys {
+    /// Packets queued in the L and C queues together. Default 10000.
+    pub limit: Option<u32>,
+    /// Classic queue delay target ("15ms"). Default 15 ms.
+    pub target: Option<String>,
+    /// PI update interval ("16ms"). Default 16 ms.
+    pub tupdate: Option<String>,
+    /// Integral gain, Hz. Default 0.16.
+    pub alpha: Option<f64>,
+    /// Proportional gain, Hz. Default 3.2.
+    pub beta: Option<f64>,
+    /// Coupling factor `k` (`p_CL = k p'`). Default 2.
+    pub coupling_factor: Option<f64>,
+    /// L4S step marking threshold on the sojourn time ("1ms"). Default 1 ms.
+    pub step_thresh: Option<String>,
+    /// Scheduler time shift ("40ms"). Default 40 ms.
+    pub tshift: Option<String>,
+    /// Mark ECN-capable Classic packets instead of dropping. Default true.
+    pub ecn: Option<bool>,
+    /// Seed of the drop and mark decisions. Default 1.
+    pub seed: Option<u64>,
 }
 
 /// DropTail's keys: at most one of the limits.
@@ -397,6 +432,7 @@ impl DisciplineKeys {
             DisciplineKeys::Fq(_) => "fq",
             DisciplineKeys::Codel(_) => "codel",
             DisciplineKeys::FqCodel(_) => "fq_codel",
+            DisciplineKeys::DualPi2(_) => "dualpi2",
         }
     }
 
@@ -562,6 +598,21 @@ impl DisciplineKeys {
                 set(&mut c.drop_batch, &k.drop_batch);
                 codel_keys(name, &mut c.codel, &k.target, &k.interval, k.ecn)?;
                 DisciplineConfig::FqCodel(c)
+            }
+            DisciplineKeys::DualPi2(k) => {
+                outside("limit", k.limit.is_some())?;
+                let mut c = DualPi2Config::default();
+                set(&mut c.limit, &k.limit.or(ctx.buffer_packets));
+                duration(name, "target", &k.target, &mut c.target)?;
+                duration(name, "tupdate", &k.tupdate, &mut c.tupdate)?;
+                set(&mut c.alpha, &k.alpha);
+                set(&mut c.beta, &k.beta);
+                set(&mut c.coupling_factor, &k.coupling_factor);
+                duration(name, "step_thresh", &k.step_thresh, &mut c.step_thresh)?;
+                duration(name, "tshift", &k.tshift, &mut c.tshift)?;
+                set(&mut c.ecn, &k.ecn);
+                set(&mut c.seed, &k.seed);
+                DisciplineConfig::DualPi2(c)
             }
         };
         config.validate()?;
@@ -739,6 +790,33 @@ mod tests {
             panic!()
         };
         assert!(c.codel.ecn, "fq_codel marks by default, as Linux");
+        let DisciplineConfig::DualPi2(c) = keys(
+            "discipline = \"dualpi2\"\ntarget = \"20ms\"\ntupdate = \"10ms\"\nalpha = 0.2\nbeta = 4.0\ncoupling_factor = 1.5\nstep_thresh = \"500us\"\ntshift = \"30ms\"\necn = false\nseed = 9\nlimit = 500",
+        )
+        .unwrap()
+        .resolve(&RATE)
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (c.target, c.tupdate, c.step_thresh, c.tshift),
+            (
+                Duration::from_millis(20),
+                Duration::from_millis(10),
+                Duration::from_micros(500),
+                Duration::from_millis(30)
+            )
+        );
+        assert_eq!((c.alpha, c.beta, c.coupling_factor), (0.2, 4.0, 1.5));
+        assert_eq!((c.ecn, c.seed, c.limit), (false, 9, 500));
+        let DisciplineConfig::DualPi2(c) = keys("discipline = \"dualpi2\"")
+            .unwrap()
+            .resolve(&RATE)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(c, DualPi2Config::default());
     }
 
     #[test]
@@ -795,6 +873,22 @@ mod tests {
             .unwrap_err();
         assert_eq!((e.discipline, e.field), ("codel", "target"));
         assert!(e.valid.contains("interval"), "{e}");
+        let e = keys("discipline = \"dualpi2\"\ntshift = \"40\"")
+            .unwrap()
+            .resolve(&RATE)
+            .unwrap_err();
+        assert_eq!((e.discipline, e.field), ("dualpi2", "tshift"));
+        assert!(e.valid.contains("unit"), "{e}");
+        let e = keys("discipline = \"dualpi2\"\ncoupling_factor = 0.0")
+            .unwrap()
+            .resolve(&RATE)
+            .unwrap_err();
+        assert_eq!((e.discipline, e.field), ("dualpi2", "coupling_factor"));
+        let e = keys("discipline = \"dualpi2\"\ncoupling = 2.0").unwrap_err();
+        assert!(
+            e.contains("coupling") && e.contains("coupling_factor"),
+            "{e}"
+        );
         let e = keys("discipline = \"fq_codel\"\nbuckets = 8").unwrap_err();
         assert!(e.contains("buckets") && e.contains("flows"), "{e}");
     }
@@ -815,6 +909,7 @@ mod tests {
             ("fq", "limit"),
             ("codel", "limit"),
             ("fq_codel", "limit"),
+            ("dualpi2", "limit"),
         ] {
             let k = keys(&format!("discipline = \"{name}\"")).unwrap();
             let c = k.resolve(&ctx).unwrap();
@@ -830,6 +925,7 @@ mod tests {
                 DisciplineConfig::Fq(c) => c.limit as usize,
                 DisciplineConfig::Codel(c) => c.limit as usize,
                 DisciplineConfig::FqCodel(c) => c.limit as usize,
+                DisciplineConfig::DualPi2(c) => c.limit as usize,
             };
             assert_eq!(got, 250, "{name}");
             let e = keys(&format!("discipline = \"{name}\"\n{limit} = 10"))

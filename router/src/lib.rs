@@ -26,6 +26,7 @@
 //! | [`rrmqs`] | RRMQS, flow meter | He, ETH thesis 2020 |
 //! | [`codel`] | CoDel: the per-queue control law, and a FIFO with CoDel | RFC 8289 |
 //! | [`fq_codel`] | FQ-CoDel: flow queues, DRR over new and old flows, CoDel per queue | RFC 8290 |
+//! | [`dualpi2`] | DualPI2: L4S and Classic queues, coupled PI2, step marking, time-shifted FIFO | RFC 9332 |
 //! | [`rrmqs_feedback`] | RRMQS's feedback loop: the thesis's drop rule and a converging delay rule | He, ETH thesis 2020 |
 //! | [`bloom`] | Bloom filter (distinct-flow counting) | Kirsch & Mitzenmacher 2006 |
 //! | [`shaper`] | token-bucket egress shaper | |
@@ -45,6 +46,7 @@ pub mod codel;
 pub mod delay;
 pub mod discipline_config;
 pub mod droptail;
+pub mod dualpi2;
 pub mod flow;
 pub mod fq;
 pub mod fq_codel;

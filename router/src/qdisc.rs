@@ -38,6 +38,12 @@ pub trait PacketHandle {
     fn ecn_capable(&self) -> bool;
     /// Set the ECN field to CE; returns whether the packet was marked.
     fn set_ce(&mut self) -> bool;
+    /// Whether the ECN field is ECT(1) or CE, the L4S identifier (RFC 9331)
+    /// DualPI2 classifies on. Default: never (a handle that cannot tell
+    /// ECT(1) from ECT(0) puts every packet in DualPI2's Classic queue).
+    fn l4s(&self) -> bool {
+        false
+    }
     /// Whether the packet ends its flow (TCP FIN or RST). Default: never.
     fn flow_end(&self) -> bool {
         false
@@ -144,6 +150,10 @@ impl<T: WithMeta> PacketHandle for T {
         self.mark_ce()
     }
     #[inline]
+    fn l4s(&self) -> bool {
+        matches!(self.meta().ecn, Ecn::Ect1 | Ecn::Ce)
+    }
+    #[inline]
     fn flow_end(&self) -> bool {
         self.meta().flow_end
     }
@@ -207,7 +217,8 @@ impl WithMeta for Frame {
 pub enum DropReason {
     /// The queue's hard limit (packets or bytes) was reached: tail drop.
     Overlimit,
-    /// RED / CHOKe probabilistic early drop.
+    /// RED / CHOKe probabilistic early drop; DualPI2's probabilistic drop
+    /// (a Classic packet with probability `p_C`, an L4S packet in overload).
     Early,
     /// RED / CHOKe forced drop (average above `max_th`, or `2 max_th` when gentle).
     Forced,
@@ -317,7 +328,7 @@ pub struct Counters {
     /// Bytes handed out by `dequeue`.
     pub dequeued_bytes: u64,
     /// Packets marked CE instead of being dropped: at enqueue (RED), or at
-    /// dequeue (CoDel, FQ-CoDel). They are counted as queued and dequeued too.
+    /// dequeue (CoDel, FQ-CoDel, DualPI2). They are counted as queued and dequeued too.
     pub marked: u64,
     /// Dropped packets per [`DropReason::index`].
     pub dropped: [u64; DropReason::COUNT],
@@ -460,7 +471,8 @@ pub trait Qdisc<P: PacketHandle> {
         None
     }
     /// Whether the discipline drops or marks packets outside its enqueue
-    /// verdicts (CoDel and FQ-CoDel: at dequeue, and in overflow batches).
+    /// verdicts (CoDel and FQ-CoDel: at dequeue, and in overflow batches;
+    /// DualPI2: at dequeue).
     /// A port asks once; if so, it drains [`Qdisc::take_dropped`] and takes
     /// the new marks from [`Counters::marked`] after every call.
     fn acts_outside_verdicts(&self) -> bool {

@@ -73,7 +73,7 @@ fn feed<Q: Qdisc<PacketMeta>>(q: &mut Q) -> u64 {
 #[test]
 fn a_million_flows_allocate_nothing_on_the_fast_path() {
     for name in [
-        "droptail", "red", "choke", "cebinae", "rrmqs", "fq", "codel", "fq_codel",
+        "droptail", "red", "choke", "cebinae", "rrmqs", "fq", "codel", "fq_codel", "dualpi2",
     ] {
         let mut q =
             AnyQdisc::<PacketMeta>::new(&DisciplineConfig::default_for(name).unwrap()).unwrap();

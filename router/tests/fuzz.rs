@@ -12,6 +12,7 @@ use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::choke::ChokeConfig;
 use tollgate_router::codel::{CodelConfig, CodelParams};
 use tollgate_router::droptail::{DropTailConfig, Limit};
+use tollgate_router::dualpi2::DualPi2Config;
 use tollgate_router::fq::FqConfig;
 use tollgate_router::fq_codel::FqCodelConfig;
 use tollgate_router::packet::{build, parse_ethernet, parse_ip, Ecn, FlowKey};
@@ -87,6 +88,14 @@ fn configs() -> Vec<DisciplineConfig> {
                 mtu: 300,
             },
         }),
+        DisciplineConfig::DualPi2(DualPi2Config {
+            limit: 12,
+            target: Duration::from_micros(5),
+            tupdate: Duration::from_micros(8),
+            step_thresh: Duration::from_micros(2),
+            tshift: Duration::from_micros(10),
+            ..DualPi2Config::default()
+        }),
     ]
 }
 
@@ -96,7 +105,7 @@ enum Op {
         flow: u8,
         len: u16,
         variant: u8,
-        ect: bool,
+        ecn: u8,
         fin: bool,
         t: u64,
     },
@@ -112,8 +121,8 @@ fn op() -> impl Strategy<Value = Op> {
     // Times from a small range (many collisions and reversals) or anywhere in u64.
     let time = prop_oneof![0u64..200_000, any::<u64>()];
     prop_oneof![
-        4 => (any::<u8>(), 0u16..2000, 0u8..4, any::<bool>(), any::<bool>(), time.clone())
-            .prop_map(|(flow, len, variant, ect, fin, t)| Op::Enqueue { flow: flow % 8, len, variant, ect, fin, t }),
+        4 => (any::<u8>(), 0u16..2000, 0u8..4, 0u8..4, any::<bool>(), time.clone())
+            .prop_map(|(flow, len, variant, ecn, fin, t)| Op::Enqueue { flow: flow % 8, len, variant, ecn, fin, t }),
         3 => time.clone().prop_map(|t| Op::Dequeue { t }),
         1 => time.prop_map(|t| Op::Poll { t }),
     ]
@@ -160,12 +169,12 @@ proptest! {
             };
             for (seq, o) in ops.iter().enumerate() {
                 match *o {
-                    Op::Enqueue { flow, len, variant, ect, fin, t } => {
+                    Op::Enqueue { flow, len, variant, ecn, fin, t } => {
                         let p = PacketMeta {
                             len: u32::from(len),
                             flow_hash: u64::from(flow).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                             variant: VariantId::from_dscp(variant).unwrap(),
-                            ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
+                            ecn: Ecn::from_bits(ecn),
                             flow_end: fin,
                             delay_class: 0,
                             tag: seq as u64,

@@ -108,6 +108,16 @@ target = "5us"
 interval = "40us""#,
         12,
     ),
+    // L4S and Classic queues under one limit.
+    (
+        r#"discipline = "dualpi2"
+limit = 12
+target = "5us"
+tupdate = "8us"
+step_thresh = "2us"
+tshift = "10us""#,
+        12,
+    ),
 ];
 
 fn case(i: usize) -> Case {

@@ -710,6 +710,11 @@ fn discipline_gauges(q: &AnyQdisc<Pkt>) -> DisciplineGauges {
         AnyQdisc::Choke(r) => DisciplineGauges::Choke {
             average: r.core().average(),
         },
+        AnyQdisc::DualPi2(d) => DisciplineGauges::DualPi2 {
+            p_prime: d.p_prime(),
+            l_packets: d.l_len() as u64,
+            c_packets: d.c_len() as u64,
+        },
         AnyQdisc::DropTail(_) | AnyQdisc::Fq(_) | AnyQdisc::Codel(_) | AnyQdisc::FqCodel(_) => {
             DisciplineGauges::None
         }

@@ -356,6 +356,10 @@ impl PacketHandle for Pkt {
     fn ecn_capable(&self) -> bool {
         self.ecn().is_capable()
     }
+    #[inline]
+    fn l4s(&self) -> bool {
+        matches!(self.ecn(), Ecn::Ect1 | Ecn::Ce)
+    }
     fn set_ce(&mut self) -> bool {
         if !self.ecn().is_capable() {
             return false;

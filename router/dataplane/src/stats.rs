@@ -177,6 +177,16 @@ pub enum DisciplineGauges {
         /// Jain's index over the variants.
         jain: Option<f64>,
     },
+    /// DualPI2: the PI controller's base probability and the two queues.
+    DualPi2 {
+        /// The base probability `p'` (Classic `p_C = p'^2`, coupled L4S
+        /// `p_CL = k p'`).
+        p_prime: f64,
+        /// Packets in the L4S queue.
+        l_packets: u64,
+        /// Packets in the Classic queue.
+        c_packets: u64,
+    },
 }
 
 impl DisciplineGauges {
@@ -225,6 +235,15 @@ impl DisciplineGauges {
                 if let Some(j) = jain {
                     g("rrmqs_jain", String::new(), *j);
                 }
+            }
+            DisciplineGauges::DualPi2 {
+                p_prime,
+                l_packets,
+                c_packets,
+            } => {
+                g("dualpi2_p", String::new(), *p_prime);
+                g("dualpi2_l_packets", String::new(), *l_packets as f64);
+                g("dualpi2_c_packets", String::new(), *c_packets as f64);
             }
         }
     }
@@ -610,6 +629,9 @@ fn gauge_help(name: &str) -> &'static str {
         "cebinae_bot_rate_bps" => "Cebinae: rate installed for the bottom class, bit/s.",
         "red_average" => "RED: average queue length (EWMA).",
         "red_max_p" => "RED: current max_p (changes under adaptive RED).",
+        "dualpi2_p" => "DualPI2: the PI controller's base probability p' (Classic p'^2, L4S coupled k p').",
+        "dualpi2_l_packets" => "DualPI2: packets in the L4S queue.",
+        "dualpi2_c_packets" => "DualPI2: packets in the Classic queue.",
         _ => "Discipline gauge.",
     }
 }
@@ -1297,6 +1319,29 @@ mod tests {
         // The raw text carries the escapes, never a bare quote or newline
         // inside a value.
         assert!(text.contains(r#"port="net\"null\\0\nx""#), "{text}");
+    }
+
+    #[test]
+    fn dualpi2_gauges_render_with_their_help() {
+        let mut out = Vec::new();
+        DisciplineGauges::DualPi2 {
+            p_prime: 0.25,
+            l_packets: 3,
+            c_packets: 40,
+        }
+        .render_into(&mut out);
+        let names: Vec<(&str, f64)> = out.iter().map(|(n, _, v)| (n.as_str(), *v)).collect();
+        assert_eq!(
+            names,
+            [
+                ("dualpi2_p", 0.25),
+                ("dualpi2_l_packets", 3.0),
+                ("dualpi2_c_packets", 40.0)
+            ]
+        );
+        for (n, _, _) in &out {
+            assert!(gauge_help(n).starts_with("DualPI2: "), "{n}");
+        }
     }
 
     #[test]

@@ -64,6 +64,11 @@ fn each_discipline_forwards_with_exact_accounting() {
             "discipline = \"fq_codel\"\nlimit = 500",
             "drop_overlimit",
         ),
+        (
+            "dualpi2",
+            "discipline = \"dualpi2\"\nlimit = 500",
+            "drop_overlimit",
+        ),
     ];
     for (name, disc, reason) in cases {
         let dir = scratch(&format!("acct-{name}"));

@@ -1,10 +1,11 @@
 //! `Qdisc::enqueue_dequeue` is exactly `enqueue` followed by `dequeue`.
 //!
 //! The port calls the fused form for a packet that finds the discipline
-//! empty and the link free; DropTail, RED, CHOKe, Cebinae, RRMQS and CoDel
-//! override it to skip their queue in that case (FQ and FQ-CoDel keep the
-//! two calls, and are checked the same way). Here two instances of each
-//! discipline, built from the same configuration, see the same random
+//! empty and the link free; DropTail, RED, CHOKe, Cebinae, RRMQS, CoDel
+//! and DualPI2 override it to skip their queue in that case (FQ and
+//! FQ-CoDel keep the two calls, and are checked the same way). Here two
+//! instances of each discipline, built from the same configuration, see
+//! the same random
 //! operations: arrivals handled by one call on one instance and by the two
 //! calls on the other, plus plain enqueues (bursts that build a queue),
 //! plain dequeues (which drain it) and polls. Every verdict and every packet
@@ -24,6 +25,7 @@ use tollgate_router::cebinae::CebinaeConfig;
 use tollgate_router::choke::ChokeConfig;
 use tollgate_router::codel::{CodelConfig, CodelParams};
 use tollgate_router::droptail::{DropTailConfig, Limit};
+use tollgate_router::dualpi2::DualPi2Config;
 use tollgate_router::fq_codel::FqCodelConfig;
 use tollgate_router::packet::Ecn;
 use tollgate_router::qdisc::enqueue_then_dequeue;
@@ -262,6 +264,20 @@ fn fq_codel_with_overflow() {
     for seed in 1..=3 {
         let (q, seen) = run(&cfg, seed, STEPS);
         assert!(dropped(&seen, DropReason::Codel) > 0, "{seen:?}");
+        assert!(dropped(&seen, DropReason::Overlimit) > 0, "{seen:?}");
+        assert!(q.counters().marked > 0, "{seen:?}");
+    }
+}
+
+#[test]
+fn dualpi2_with_classic_drops_and_marks() {
+    let cfg = DisciplineConfig::DualPi2(DualPi2Config {
+        limit: 300,
+        ..DualPi2Config::default()
+    });
+    for seed in 1..=3 {
+        let (q, seen) = run(&cfg, seed, STEPS);
+        assert!(dropped(&seen, DropReason::Early) > 0, "{seen:?}");
         assert!(dropped(&seen, DropReason::Overlimit) > 0, "{seen:?}");
         assert!(q.counters().marked > 0, "{seen:?}");
     }

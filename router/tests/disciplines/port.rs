@@ -10,6 +10,7 @@ use tollgate_router::classify::Classifier;
 use tollgate_router::codel::CodelConfig;
 use tollgate_router::delay::DelayConfig;
 use tollgate_router::droptail::{DropTail, DropTailConfig};
+use tollgate_router::dualpi2::DualPi2Config;
 use tollgate_router::fq::FqConfig;
 use tollgate_router::fq_codel::FqCodelConfig;
 use tollgate_router::packet::{build, FlowKey, PROTO_UDP};
@@ -366,6 +367,7 @@ fn compact_classification_matches_the_full_one() {
         (DisciplineConfig::Fq(FqConfig::default()), true),
         (DisciplineConfig::Codel(CodelConfig::default()), false),
         (DisciplineConfig::FqCodel(FqCodelConfig::default()), true),
+        (DisciplineConfig::DualPi2(DualPi2Config::default()), false),
     ];
     for ((discipline, reads_hash), rules) in disciplines.iter().flat_map(|d| {
         [
