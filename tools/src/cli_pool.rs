@@ -65,7 +65,8 @@ fn install_stop_handler() -> anyhow::Result<()> {
 #[derive(Debug, clap::Args)]
 pub struct PoolArgs {
     /// Runs at a time, each a `tollgate sim --run-index` child process
-    /// (default: the number of cores available).
+    /// (default: the number of cores available). Each run gets
+    /// cores / N threads (at least 1): `-j 1` gives one run every core.
     #[arg(short = 'j', long = "jobs", value_name = "N")]
     pub jobs: Option<usize>,
     /// Skip the per-run and campaign plots (faster).
@@ -148,10 +149,14 @@ pub fn run_all(
     bar.set_prefix(label.to_string());
     bar.set_position(done_before as u64);
     let next = AtomicUsize::new(0);
+    // The cores are split between the runs at a time and each run's threads.
+    let jobs = jobs.clamp(1, runs.len());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = (cores / jobs).max(1);
     let (tx, rx) = mpsc::channel::<(usize, Ended)>();
     let mut ended_all = Vec::new();
     std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, runs.len()) {
+        for _ in 0..jobs {
             let tx = tx.clone();
             let (next, exe) = (&next, &exe);
             scope.spawn(move || loop {
@@ -162,7 +167,7 @@ pub fn run_all(
                 let Some(run) = runs.get(i) else {
                     break;
                 };
-                let ended = run_child(exe, run);
+                let ended = run_child(exe, run, threads);
                 if tx.send((i, ended)).is_err() {
                     break;
                 }
@@ -207,8 +212,9 @@ fn self_exe() -> anyhow::Result<PathBuf> {
     std::env::current_exe().context("cannot find the tollgate binary itself")
 }
 
-/// Run `tollgate sim FILE --run-index I` as a child process and wait for it.
-fn run_child(exe: &Path, run: &ChildRun) -> Ended {
+/// Run `tollgate sim FILE --run-index I --threads T` as a child process and
+/// wait for it.
+fn run_child(exe: &Path, run: &ChildRun, threads: usize) -> Ended {
     use std::os::unix::process::CommandExt as _;
     let mut cmd = Command::new(exe);
     // `ps` shows `tollgate sim ...` rather than `/proc/self/exe sim ...`.
@@ -219,6 +225,8 @@ fn run_child(exe: &Path, run: &ChildRun) -> Ended {
         .arg(run.index.to_string())
         .arg("--out")
         .arg(&run.out)
+        .arg("--threads")
+        .arg(threads.to_string())
         .arg("--quiet");
     if let Some(n) = run.seeds {
         cmd.arg("--seeds").arg(n.to_string());

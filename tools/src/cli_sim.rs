@@ -66,6 +66,12 @@ pub struct SimArgs {
     /// as setting `TOLLGATE_PCAP=DIR`).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
+    /// Threads per run (default: the cores available). The emulator splits
+    /// the network into logical processes synchronised by the shortest
+    /// delay between them, so results are identical for any N; only the wall
+    /// time changes (docs/emulator.md, "Threads").
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 /// Re-render a results file (table and plots) without re-running.
@@ -123,6 +129,12 @@ pub fn sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = args.seeds {
         plan.set_seed_count(n)?;
     }
+    let threads = match args.threads {
+        Some(0) => anyhow::bail!("--threads 0: give at least 1 thread"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    tollgate_tools::sim::engine::set_default_threads(threads);
     if args.no_packet_protection {
         for r in &mut plan.runs {
             r.packet_protection = false;

@@ -44,6 +44,10 @@ pub struct Timing {
     pub wall: Duration,
     /// Datagrams simulated.
     pub packets: u64,
+    /// Logical processes the network was split into.
+    pub lps: usize,
+    /// Threads the run used (at most `lps`).
+    pub threads: usize,
 }
 
 /// What [`run_plan`] did.
@@ -90,6 +94,8 @@ pub fn simulate(s: &Scenario, quiet: bool, stop: &AtomicBool) -> anyhow::Result<
         Timing {
             wall,
             packets: data.packets_sent,
+            lps: data.lps,
+            threads: sim::engine::default_threads().min(data.lps),
         },
     ))
 }
@@ -351,11 +357,15 @@ fn timing_line(s: &Scenario, r: &Results, timing: Timing, dir: &Path) -> String 
         s.duration_s.to_string()
     };
     format!(
-        "wall time {:.2} s for {simulated} s simulated ({:.1}x real time), {} packets, {:.0} packets/s; results in {}",
+        "wall time {:.2} s for {simulated} s simulated ({:.1}x real time), {} packets, {:.0} packets/s, \
+         {} thread{} ({} logical processes); results in {}",
         secs,
         r.reached_s / secs.max(1e-9),
         timing.packets,
         timing.packets as f64 / secs.max(1e-9),
+        timing.threads,
+        if timing.threads == 1 { "" } else { "s" },
+        timing.lps,
         dir.display()
     )
 }

@@ -1022,6 +1022,7 @@ mod tests {
             events: 0,
             partial: false,
             reached_s: 3.0,
+            lps: 1,
         };
         let r = build(&s, &d);
         let g = &r.series.flow_goodput_mbps[0];

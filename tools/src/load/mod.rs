@@ -422,6 +422,7 @@ pub fn run(
             events: 0,
             partial,
             reached_s: if partial { reached_s } else { s.duration_s },
+            lps: 1,
         },
         extra,
     })

@@ -1,21 +1,34 @@
 //! The event loop and the raw measurements it records.
 //!
 //! Events: a packet arriving at a router port's input or at its destination
-//! host (access links are crossed without events, see `Sim::send_on`), a
+//! host (access links are crossed without events, see `Lp::send_on`), a
 //! router port's poll (its shaper or delay line has work), a host's transport
-//! timer, a flow's start, and the metrics sampler.
+//! timer or wake-up, and a flow's start.
 //! A host's timer is re-armed after every interaction from
 //! [`Endpoint::poll_timeout`](tollgate_transport::Endpoint::poll_timeout)
 //! through its [`TimerSlot`](super::queue::TimerSlot), which queues an event
 //! only when the timer moves earlier than the slot's queued events.
 //!
-//! A run can be stopped early: the caller's stop flag is checked after every
-//! sample and every [`STOP_CHECK_EVENTS`] events. A stop is an explicit
-//! request, not a clock read, so the events processed before it are exactly
-//! those of a complete run; the run then ends at the current virtual time
-//! with a final sample there ([`RunData::partial`], [`RunData::reached_s`]).
+//! **Logical processes and threads.** The network is split into logical
+//! processes ([`partition`](super::partition)), each with its own event
+//! queue, hosts, ports and random streams. Virtual time advances in windows
+//! no longer than the lookahead (the shortest delay between two LPs) and
+//! ending at every metric sample: within a window each LP runs its own
+//! events, in any order or on any thread; at the window's end the packets
+//! sent from one LP to another are queued at their destinations, LP by LP
+//! in a fixed order. The partition, the windows and that order depend only on
+//! the scenario, so a run's results are a pure function of the scenario and
+//! its seed, whatever `threads` is. Samples are taken between windows.
+//!
+//! A run can be stopped early: the caller's stop flag is checked between
+//! windows. A stop is an explicit request, not a clock read, so the events
+//! processed before it are exactly those of a complete run; the run then ends
+//! at the window's end with a final sample there ([`RunData::partial`],
+//! [`RunData::reached_s`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -29,13 +42,14 @@ use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
 use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{self, Host, Role};
-use super::net::{AnyQdisc, Collector, Crossing, LinkQueue, SimPacket, WIRE_OVERHEAD};
+use super::net::{AnyQdisc, Collector, Crossing, Link, LinkQueue, SimPacket, WIRE_OVERHEAD};
 use super::noise::{PathNoise, Wakeups};
-use super::pcap::Pcap;
+use super::partition::{self, Partition};
+use super::pcap::{Captured, Pcap};
 use super::queue::EventQueue;
 use super::tls::Crypto;
-use super::topology::{self, FlowSpec, Network};
-use super::trace::Trace;
+use super::topology::{self, FlowSpec};
+use super::trace::{Trace, TraceLines};
 use crate::scenario::{NoiseKind, Scenario, PACKET_BYTES};
 
 /// Per-port samples and totals.
@@ -45,6 +59,8 @@ pub struct PortRecord {
     pub hop: u32,
     /// Forward (true) or reverse.
     pub forward: bool,
+    /// Its link.
+    link: u32,
     /// Queue length (packets) per sample.
     pub qlen: Vec<u32>,
     /// Queued bytes per sample.
@@ -136,12 +152,26 @@ pub struct RunData {
     pub partial: bool,
     /// Virtual time reached, seconds (the duration unless `partial`).
     pub reached_s: f64,
+    /// Logical processes the network was split into (1 for `load` runs).
+    pub lps: usize,
 }
 
-/// The stop flag is read after every this many events (and after every sample).
-pub const STOP_CHECK_EVENTS: u64 = 1024;
+/// Threads used by [`run`] when the caller does not choose (the CLI's
+/// `--threads`); 1 until [`set_default_threads`] is called.
+static DEFAULT_THREADS: AtomicUsize = AtomicUsize::new(1);
 
-/// Packets wait in [`Sim::packets`]; an event names a packet by its slot, so
+/// Set the number of threads [`run`] uses (at least 1). It never changes a
+/// result, only the wall time.
+pub fn set_default_threads(n: usize) {
+    DEFAULT_THREADS.store(n.max(1), Ordering::Relaxed);
+}
+
+/// The number of threads [`run`] uses.
+pub fn default_threads() -> usize {
+    DEFAULT_THREADS.load(Ordering::Relaxed)
+}
+
+/// Packets wait in [`Lp::packets`]; an event names a packet by its slot, so
 /// heap entries stay small (sifting moved whole packets) and a hop allocates
 /// nothing (a `Box` per packet per router port was 2 % of a run's
 /// instructions in malloc and free).
@@ -151,22 +181,108 @@ enum Ev {
     HostTimer(u32),
     HostWake(u32),
     FlowStart(u32),
-    Sample(u32),
 }
 
-struct Sim<'a> {
+/// Per flow, what one LP counted (summed over LPs at the end).
+#[derive(Clone, Debug)]
+struct FlowStats {
+    drops: [u64; DropReason::COUNT],
+    access_drops: u64,
+    loss_drops: u64,
+    /// Bytes of the flow's packets transmitted by each forward port.
+    port_bytes: Vec<u64>,
+}
+
+/// A host with its own random streams.
+///
+/// Every random stream belongs to one host or one port, seeded from the
+/// scenario's seed and the host's or link's index, so which LP draws it and
+/// in which order the LPs run cannot change a draw.
+struct Node {
+    host: Host,
+    /// `noise = "host"`: draws the host's wake-up latencies.
+    wakeups: Option<Wakeups>,
+    /// `noise = "host"`: draws the path noise ahead of the host.
+    path_noise: Option<PathNoise>,
+    /// When the latest packet towards the host leaves the path noise.
+    path_noise_last: u64,
+    /// `noise = "iid"`: draws the host's emission jitter.
+    jitter_rng: SimRng,
+}
+
+/// A packet sent to another LP, queued there at the window's end.
+struct Msg {
+    lp: u32,
+    at: u64,
+    lane: Option<usize>,
+    p: SimPacket,
+}
+
+/// What every LP reads and none writes.
+struct World<'a> {
     s: &'a Scenario,
-    now: u64,
     base: Instant,
-    queue: EventQueue<Ev>,
-    net: Network,
-    hosts: Vec<Host>,
-    flows: Vec<FlowRecord>,
-    ports: Vec<PortRecord>,
-    /// Link id -> index in `ports`.
+    /// The run's end, ns.
+    end: u64,
+    flows: Vec<FlowSpec>,
+    forward_ports: Vec<u32>,
+    nlinks: usize,
+    part: Partition,
+    /// Index of each host in its LP's `nodes`.
+    host_idx: Vec<u32>,
+    /// Index of each link in its LP's `links`.
+    link_idx: Vec<u32>,
+    /// Link id -> index of its port record (measured ports).
     port_of_link: Vec<Option<usize>>,
+    /// Port record -> index in its LP's `records`.
+    rec_idx: Vec<u32>,
     /// Per flow: its forward-data flow hash (for Cebinae's top-flow lookup).
     flow_hash: Vec<u64>,
+    /// `noise = "iid"`: host emission jitter bound, ns (0: none).
+    jitter_ns: f64,
+    /// Random loss probability at the forward bottleneck port(s).
+    loss: f64,
+}
+
+impl World<'_> {
+    fn instant(&self, ns: u64) -> Instant {
+        self.base + Duration::from_nanos(ns)
+    }
+
+    fn ns_of(&self, i: Instant) -> u64 {
+        i.saturating_duration_since(self.base).as_nanos() as u64
+    }
+
+    fn path(&self, p: &SimPacket) -> &[u32] {
+        let f = &self.flows[p.flow as usize];
+        if p.to_server {
+            &f.up_path
+        } else {
+            &f.down_path
+        }
+    }
+}
+
+/// Mix an index into a seed (distinct streams per host or link).
+fn stream_seed(seed: u64, index: usize) -> u64 {
+    seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// One logical process: its hosts, ports and access links, and its events.
+struct Lp {
+    id: u32,
+    now: u64,
+    /// The end of the window being run (packets to other LPs arrive after it).
+    wend: u64,
+    queue: EventQueue<Ev>,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    /// Per link of `links`: the random-loss stream of a forward bottleneck port.
+    loss_rng: Vec<Option<SimRng>>,
+    /// Records of the measured ports this LP owns.
+    records: Vec<PortRecord>,
+    /// Per flow.
+    stats: Vec<FlowStats>,
     collector: Collector,
     /// Packets travelling on a link (between an `Arrive` event's scheduling
     /// and its run); the events name their slots.
@@ -175,35 +291,33 @@ struct Sim<'a> {
     pool: Vec<Vec<u8>>,
     packets_sent: u64,
     events: u64,
-    samples: Vec<f64>,
-    /// Debug trace (`TOLLGATE_TRACE`), usually off.
-    trace: Option<Trace>,
-    /// Capture of the hosts' datagrams (`TOLLGATE_PCAP`), usually off.
-    pcap: Option<Pcap>,
-    /// `noise = "host"`: draws the hosts' wake-up latencies.
-    wakeups: Option<Wakeups>,
-    /// `noise = "host"`: draws the path noise ahead of each host.
-    path_noise: Option<PathNoise>,
-    /// Per flow and direction: when its latest packet leaves the path noise.
-    path_noise_last: Vec<u64>,
-    /// `noise = "iid"`: host emission jitter bound, ns (0: none).
-    jitter_ns: f64,
-    /// Draws the jitter.
-    jitter_rng: SimRng,
-    /// Random loss probability at the forward bottleneck port(s).
-    loss: f64,
-    /// Draws the random losses.
-    loss_rng: SimRng,
+    /// Packets for other LPs, sent during the window.
+    outbox: Vec<Msg>,
+    /// Debug trace lines (`TOLLGATE_TRACE`), usually off.
+    trace: Option<TraceLines>,
+    /// Captured datagrams (`TOLLGATE_PCAP`), usually off.
+    pcap: Option<Vec<Captured>>,
 }
 
-/// Run a scenario; `progress` is called with the fraction of virtual time
-/// done after every sample.
-///
-/// When `stop` becomes true (a Ctrl-C handler, or a test) the run ends at the
-/// current virtual time: a last sample is taken there, and the data is
-/// returned with `partial` set and `reached_s` the time reached.
+/// Run a scenario on [`default_threads`] threads; see [`run_threads`].
 pub fn run(
     s: &Scenario,
+    progress: &mut dyn FnMut(f64),
+    stop: &AtomicBool,
+) -> anyhow::Result<RunData> {
+    run_threads(s, default_threads(), progress, stop)
+}
+
+/// Run a scenario on up to `threads` threads (the results are the same for
+/// any number); `progress` is called with the fraction of virtual time done
+/// after every sample.
+///
+/// When `stop` becomes true (a Ctrl-C handler, or a test) the run ends at the
+/// end of the current window: a last sample is taken there, and the data is
+/// returned with `partial` set and `reached_s` the time reached.
+pub fn run_threads(
+    s: &Scenario,
+    threads: usize,
     progress: &mut dyn FnMut(f64),
     stop: &AtomicBool,
 ) -> anyhow::Result<RunData> {
@@ -247,31 +361,78 @@ pub fn run(
     if let Some(i) = host::drop_first_ack_frequency_from_env(nflows)? {
         hosts[2 * i].drop_first_ack_frequency = true;
     }
-    let mut ports = Vec::new();
+    let part = partition::build(&net.flows, &net.links);
+    if std::env::var_os("TOLLGATE_DEBUG_LP").is_some() {
+        eprintln!(
+            "lps {} lookahead {} weights {:?}",
+            part.lps, part.lookahead_ns, part.weight
+        );
+    }
+    let mut lps: Vec<Lp> = (0..part.lps)
+        .map(|id| Lp {
+            id: id as u32,
+            now: 0,
+            wend: 0,
+            queue: EventQueue::new((s.duration_s * 1e9).round() as u64),
+            nodes: Vec::new(),
+            links: Vec::new(),
+            loss_rng: Vec::new(),
+            records: Vec::new(),
+            stats: vec![
+                FlowStats {
+                    drops: [0; DropReason::COUNT],
+                    access_drops: 0,
+                    loss_drops: 0,
+                    port_bytes: vec![0; net.forward_ports.len()],
+                };
+                nflows
+            ],
+            collector: Collector::default(),
+            packets: Slab::new(),
+            pool: Vec::new(),
+            packets_sent: 0,
+            events: 0,
+            outbox: Vec::new(),
+            trace: None,
+            pcap: None,
+        })
+        .collect();
+    let host_noise = s.noise == NoiseKind::Host;
+    let mut host_idx = Vec::with_capacity(hosts.len());
+    for (h, host) in hosts.into_iter().enumerate() {
+        let lp = &mut lps[part.host_lp[h] as usize];
+        host_idx.push(lp.nodes.len() as u32);
+        lp.nodes.push(Node {
+            host,
+            wakeups: host_noise
+                .then(|| Wakeups::new(stream_seed(s.seed ^ 0x3a4e_0b5e, h), s.noise_scale)),
+            path_noise: (host_noise && s.path_noise_scale > 0.0)
+                .then(|| PathNoise::new(stream_seed(s.seed ^ 0x9a7e_4015, h), s.path_noise_scale)),
+            path_noise_last: 0,
+            jitter_rng: tollgate_cca::rng::seeded(stream_seed(s.seed ^ 0x6a17_7e20, h)),
+        });
+    }
     let mut port_of_link = vec![None; net.links.len()];
+    let mut rec_idx = Vec::new();
     for (forward, list) in [(true, &net.forward_ports), (false, &net.reverse_ports)] {
         for (hop, &l) in list.iter().enumerate() {
-            port_of_link[l as usize] = Some(ports.len());
-            ports.push(PortRecord {
-                hop: hop as u32,
-                forward,
-                qlen: Vec::new(),
-                qbytes: Vec::new(),
-                tx_bytes: Vec::new(),
-                delay_mean_ns: Vec::new(),
-                delay_us: Histogram::new_with_bounds(1, 60_000_000, 3)
-                    .expect("valid histogram bounds"),
-                delay_sum: 0.0,
-                delay_n: 0,
-                counters: Counters::default(),
-                in_flight: 0,
-                cebinae: Vec::new(),
-                cebinae_top: Vec::new(),
-                rrmqs: Vec::new(),
-                last_window_end: Time::ZERO,
-                flow_bytes_at_window: vec![0; nflows],
-            });
+            port_of_link[l as usize] = Some(rec_idx.len());
+            let lp = &mut lps[part.link_lp[l as usize] as usize];
+            rec_idx.push(lp.records.len() as u32);
+            lp.records
+                .push(PortRecord::new(l, hop as u32, forward, nflows));
         }
+    }
+    let mut link_idx = Vec::with_capacity(net.links.len());
+    let nlinks = net.links.len();
+    for (l, link) in net.links.into_iter().enumerate() {
+        let lp = &mut lps[part.link_lp[l] as usize];
+        link_idx.push(lp.links.len() as u32);
+        lp.links.push(link);
+        lp.loss_rng.push(
+            (s.bottleneck_loss > 0.0 && net.forward_ports.contains(&(l as u32)))
+                .then(|| tollgate_cca::rng::seeded(stream_seed(s.seed ^ 0x1055_d0e5, l))),
+        );
     }
     let hasher = tollgate_router::flow::FlowHasher::new(net.hash_seed);
     let flow_hash = net
@@ -288,148 +449,419 @@ pub fn run(
         })
         .collect();
     let nfwd = net.forward_ports.len();
-    let flows = net
-        .flows
-        .iter()
-        .map(|f| FlowRecord {
-            spec: f.clone(),
-            rx: Vec::new(),
-            capacity_mbps: Vec::new(),
-            drops: [0; DropReason::COUNT],
-            access_drops: 0,
-            loss_drops: 0,
-            port_bytes: vec![0; nfwd],
-            fin_at: None,
-            acked_at: None,
-            report: None,
-            receiver_report: None,
-            injected_drops: 0,
-            error: None,
-        })
-        .collect();
-    let end = (s.duration_s * 1e9).round() as u64;
-    let mut sim = Sim {
-        s,
-        now: 0,
-        base: Instant::now(),
-        queue: EventQueue::new(end),
-        net,
-        hosts,
-        flows,
-        ports,
-        port_of_link,
-        flow_hash,
-        collector: Collector::default(),
-        packets: Slab::new(),
-        pool: Vec::new(),
-        packets_sent: 0,
-        events: 0,
-        samples: Vec::new(),
-        trace: Trace::from_env()?,
-        pcap: match std::env::var_os("TOLLGATE_PCAP") {
-            Some(dir) => Some(Pcap::create(std::path::Path::new(&dir))?),
-            None => None,
-        },
-        wakeups: (s.noise == NoiseKind::Host)
-            .then(|| Wakeups::new(s.seed ^ 0x3a4e_0b5e, s.noise_scale)),
-        path_noise: (s.noise == NoiseKind::Host && s.path_noise_scale > 0.0)
-            .then(|| PathNoise::new(s.seed ^ 0x9a7e_4015, s.path_noise_scale)),
-        path_noise_last: vec![0; 2 * nflows],
-        jitter_ns: s.host_jitter_s * 1e9,
-        jitter_rng: tollgate_cca::rng::seeded(s.seed ^ 0x6a17_7e20),
-        loss: s.bottleneck_loss,
-        loss_rng: tollgate_cca::rng::seeded(s.seed ^ 0x1055_d0e5),
+    let flows: Vec<FlowRecord> = net.flows.iter().map(|f| FlowRecord::new(f, nfwd)).collect();
+    let mut trace = Trace::from_env()?;
+    let mut pcap = match std::env::var_os("TOLLGATE_PCAP") {
+        Some(dir) => Some(Pcap::create(std::path::Path::new(&dir))?),
+        None => None,
     };
-    for i in 0..nflows {
-        let t = sim.net.flows[i].start_ns;
-        sim.push(t, Ev::FlowStart(i as u32));
+    for lp in &mut lps {
+        lp.trace = trace.as_ref().map(Trace::lines);
+        lp.pcap = pcap.as_ref().map(|_| Vec::new());
     }
-    let dt = (s.sample_interval_s * 1e9).round() as u64;
-    let nsamples = end.div_ceil(dt);
-    // Sample k runs under sequence number `samples_seq + k - 1`; each is
-    // queued when the previous one runs.
-    let samples_seq = sim.queue.reserve(nsamples);
-    sim.queue
-        .push_reserved(dt.min(end), samples_seq, Ev::Sample(1));
-    let mut partial = stop.load(Ordering::Relaxed);
-    while !partial {
-        let Some(e) = sim.queue.pop() else {
-            break;
-        };
-        sim.now = e.t;
-        sim.events += 1;
-        match e.ev {
-            Ev::Arrive(slot) => {
-                let p = sim.packets.remove(slot as usize);
-                sim.arrive(p);
-            }
-            Ev::PortPoll(l) => sim.port_poll(l as usize, e.t),
-            Ev::HostTimer(h) => sim.host_timer(h as usize, e.t, e.seq),
-            Ev::HostWake(h) => {
-                // Stale when a timer or an earlier wake-up served the batch.
-                if sim.hosts[h as usize].wake_at == Some(e.t) {
-                    sim.host_step(h as usize);
-                }
-            }
-            Ev::FlowStart(f) => sim.start_flow(f as usize),
-            Ev::Sample(k) => {
-                let k = u64::from(k);
-                if k < nsamples {
-                    let t = ((k + 1) * dt).min(end);
-                    sim.queue
-                        .push_reserved(t, samples_seq + k, Ev::Sample(k as u32 + 1));
-                }
-                sim.sample();
-                progress(k as f64 / nsamples as f64);
-                partial = stop.load(Ordering::Relaxed);
-                continue;
-            }
-        }
-        if sim.events.is_multiple_of(STOP_CHECK_EVENTS) {
-            partial = stop.load(Ordering::Relaxed);
-        }
+    let end = (s.duration_s * 1e9).round() as u64;
+    let w = World {
+        s,
+        base: Instant::now(),
+        end,
+        flows: net.flows,
+        forward_ports: net.forward_ports,
+        nlinks,
+        part,
+        host_idx,
+        link_idx,
+        port_of_link,
+        rec_idx,
+        flow_hash,
+        jitter_ns: s.host_jitter_s * 1e9,
+        loss: s.bottleneck_loss,
+    };
+    for (i, f) in w.flows.iter().enumerate() {
+        lps[w.part.host_lp[2 * i] as usize]
+            .queue
+            .push(f.start_ns, Ev::FlowStart(i as u32));
     }
-    // A stop on the last sample is a complete run.
-    partial &= sim.now < end;
-    if partial && sim.samples.last().is_none_or(|&t| t < sim.now as f64 / 1e9) {
-        // Close the series at the time reached (a shorter last interval).
-        sim.sample();
-    }
-    sim.finish();
-    if let Some(t) = sim.trace.as_mut() {
-        t.finish();
-    }
+    let mut c = Coordinator {
+        flows,
+        samples: Vec::new(),
+        trace: trace.take(),
+        pcap: pcap.take(),
+        events: 0,
+    };
+    let lps: Vec<Mutex<Lp>> = lps.into_iter().map(Mutex::new).collect();
+    let (partial, reached) = drive(&w, &lps, &mut c, threads, progress, stop)?;
+    let mut lps: Vec<Lp> = lps
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    let ports = c.finish(&w, &mut lps, reached);
     Ok(RunData {
-        t: sim.samples,
-        flows: sim.flows,
-        ports: sim.ports,
-        packets_sent: sim.packets_sent,
-        events: sim.events,
+        t: c.samples,
+        flows: c.flows,
+        ports,
+        packets_sent: lps.iter().map(|lp| lp.packets_sent).sum(),
+        events: c.events + lps.iter().map(|lp| lp.events).sum::<u64>(),
         partial,
         reached_s: if partial {
-            sim.now as f64 / 1e9
+            reached as f64 / 1e9
         } else {
             s.duration_s
         },
+        lps: w.part.lps,
     })
 }
 
-impl Sim<'_> {
+/// What the driving thread keeps between windows.
+struct Coordinator {
+    flows: Vec<FlowRecord>,
+    samples: Vec<f64>,
+    trace: Option<Trace>,
+    pcap: Option<Pcap>,
+    /// Samples taken (counted as events).
+    events: u64,
+}
+
+/// Shared by the threads of one run.
+struct Pool<'a> {
+    lps: &'a [Mutex<Lp>],
+    /// LPs in the order threads take them (heaviest first).
+    order: Vec<usize>,
+    next: AtomicUsize,
+    wend: AtomicU64,
+    done: AtomicBool,
+    barrier: Barrier,
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+impl Pool<'_> {
+    /// Take LPs until none is left, running each to the window's end.
+    fn work(&self, w: &World) {
+        let wend = self.wend.load(Ordering::Acquire);
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            let Some(&lp) = self.order.get(i) else {
+                return;
+            };
+            let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                let mut g = self.lps[lp].lock().unwrap_or_else(|e| e.into_inner());
+                g.run(w, wend);
+            }));
+            if let Err(e) = r {
+                self.panic
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(e);
+                return;
+            }
+        }
+    }
+}
+
+fn lock_all<'a>(lps: &'a [Mutex<Lp>]) -> Vec<MutexGuard<'a, Lp>> {
+    lps.iter()
+        .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+        .collect()
+}
+
+/// Advance virtual time window by window to the end (or a stop); returns
+/// whether the run is partial and the time reached.
+fn drive(
+    w: &World,
+    lps: &[Mutex<Lp>],
+    c: &mut Coordinator,
+    threads: usize,
+    progress: &mut dyn FnMut(f64),
+    stop: &AtomicBool,
+) -> anyhow::Result<(bool, u64)> {
+    let threads = threads.clamp(1, lps.len());
+    let mut order: Vec<usize> = (0..lps.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(w.part.weight[i]));
+    let pool = Pool {
+        lps,
+        order,
+        next: AtomicUsize::new(0),
+        wend: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+        barrier: Barrier::new(threads),
+        panic: Mutex::new(None),
+    };
+    std::thread::scope(|sc| {
+        for _ in 1..threads {
+            sc.spawn(|| loop {
+                pool.barrier.wait();
+                if pool.done.load(Ordering::Acquire) {
+                    return;
+                }
+                pool.work(w);
+                pool.barrier.wait();
+            });
+        }
+        let run_window = |wend: u64| {
+            pool.wend.store(wend, Ordering::Release);
+            pool.next.store(0, Ordering::Release);
+            if threads > 1 {
+                pool.barrier.wait();
+            }
+            pool.work(w);
+            if threads > 1 {
+                pool.barrier.wait();
+            }
+        };
+        let r = windows(w, &pool, c, &run_window, progress, stop);
+        pool.done.store(true, Ordering::Release);
+        if threads > 1 {
+            pool.barrier.wait();
+        }
+        r
+    })
+}
+
+/// The window loop (see the module docs).
+fn windows(
+    w: &World,
+    pool: &Pool,
+    c: &mut Coordinator,
+    run_window: &dyn Fn(u64),
+    progress: &mut dyn FnMut(f64),
+    stop: &AtomicBool,
+) -> anyhow::Result<(bool, u64)> {
+    let end = w.end;
+    let dt = (w.s.sample_interval_s * 1e9).round() as u64;
+    let nsamples = end.div_ceil(dt);
+    // The next sample, k = 1 ..= nsamples, at min(k * dt, end).
+    let mut k = 1u64;
+    let mut t = 0u64;
+    let lookahead = w.part.lookahead_ns;
+    let mut partial = stop.load(Ordering::Relaxed);
+    while !partial {
+        let next_sample = if k <= nsamples {
+            (k * dt).min(end)
+        } else {
+            end + 1
+        };
+        // Skip time in which no LP has an event.
+        let earliest = lock_all(pool.lps)
+            .iter()
+            .filter_map(|lp| lp.queue.peek_t())
+            .min()
+            .unwrap_or(u64::MAX);
+        t = t.max(earliest.min(next_sample));
+        let wend = next_sample.min(t.saturating_add(lookahead));
+        if wend > t {
+            run_window(wend);
+            if let Some(e) = pool.panic.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                std::panic::resume_unwind(e);
+            }
+            let mut g = lock_all(pool.lps);
+            let mut lps: Vec<&mut Lp> = g.iter_mut().map(|g| &mut **g).collect();
+            exchange(&mut lps);
+            c.flush_logs(&mut lps)?;
+            t = wend;
+        }
+        if t == next_sample && k <= nsamples {
+            let mut g = lock_all(pool.lps);
+            let mut lps: Vec<&mut Lp> = g.iter_mut().map(|g| &mut **g).collect();
+            c.sample(w, &mut lps, t);
+            progress(k as f64 / nsamples as f64);
+            k += 1;
+        }
+        if k > nsamples && t > end {
+            break;
+        }
+        partial = stop.load(Ordering::Relaxed);
+    }
+    // A stop after the last sample is a complete run.
+    partial &= k <= nsamples;
+    if partial && c.samples.last().is_none_or(|&s| s < t as f64 / 1e9) {
+        // Close the series at the time reached (a shorter last interval).
+        let mut g = lock_all(pool.lps);
+        let mut lps: Vec<&mut Lp> = g.iter_mut().map(|g| &mut **g).collect();
+        c.sample(w, &mut lps, t);
+    }
+    Ok((partial, t.min(end)))
+}
+
+/// Queue the packets every LP sent to others during the window, LP by LP.
+fn exchange(lps: &mut [&mut Lp]) {
+    for i in 0..lps.len() {
+        let mut out = std::mem::take(&mut lps[i].outbox);
+        for m in out.drain(..) {
+            lps[m.lp as usize].queue_arrival(m.at, m.p, m.lane);
+        }
+        lps[i].outbox = out;
+    }
+}
+
+impl Coordinator {
+    /// Write the trace lines and captures of the window.
+    fn flush_logs(&mut self, lps: &mut [&mut Lp]) -> anyhow::Result<()> {
+        if let Some(tr) = self.trace.as_mut() {
+            tr.write(lps.iter_mut().filter_map(|lp| lp.trace.as_mut()));
+        }
+        if let Some(p) = self.pcap.as_mut() {
+            if let Err(e) = p.write(lps.iter_mut().filter_map(|lp| lp.pcap.as_mut())) {
+                eprintln!("warning: {e}; capture stopped");
+                self.pcap = None;
+                for lp in lps.iter_mut() {
+                    lp.pcap = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, w: &World, lps: &mut [&mut Lp], t: u64) {
+        self.events += 1;
+        self.samples.push(t as f64 / 1e9);
+        let ro: Vec<&Lp> = lps.iter().map(|lp| &**lp).collect();
+        let node = |h: usize| &ro[w.part.host_lp[h] as usize].nodes[w.host_idx[h] as usize];
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let (server, client) = (node(2 * i + 1), node(2 * i));
+            let Role::Server(app) = &server.host.role else {
+                unreachable!("odd hosts are servers");
+            };
+            f.rx.push(app.rx_bytes);
+            if let Role::Client(app) = &client.host.role {
+                let capacity = app
+                    .conn
+                    .and_then(|ch| client.host.ep.cca_handle(ch))
+                    .and_then(|cca| cca.snapshot().stats.number(tollgate_cca::CAPACITY_MBPS));
+                if capacity.is_some() || !f.capacity_mbps.is_empty() {
+                    f.capacity_mbps.resize(f.rx.len() - 1, None);
+                    f.capacity_mbps.push(capacity);
+                }
+            }
+        }
+        for lp in lps.iter_mut() {
+            let lp = &mut **lp;
+            for rec in &mut lp.records {
+                let LinkQueue::Port(port) = &lp.links[w.link_idx[rec.link as usize] as usize].queue
+                else {
+                    continue;
+                };
+                let q = port.port.qdisc();
+                rec.qlen.push(q.len() as u32);
+                rec.qbytes.push(q.bytes());
+                rec.tx_bytes.push(port.port.counters().dequeued_bytes);
+                rec.delay_mean_ns.push(if rec.delay_n > 0 {
+                    rec.delay_sum / rec.delay_n as f64
+                } else {
+                    0.0
+                });
+                rec.delay_sum = 0.0;
+                rec.delay_n = 0;
+                if let AnyQdisc::Cebinae(c) = q {
+                    rec.cebinae.push(*c.last_report());
+                    rec.cebinae_top
+                        .push(w.flow_hash.iter().map(|&h| c.is_top(h)).collect());
+                }
+            }
+        }
+    }
+
+    /// Final reports and counters; returns the port records in order.
+    fn finish(&mut self, w: &World, lps: &mut [Lp], reached: u64) -> Vec<PortRecord> {
+        let now = w.instant(reached);
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let (lc, ls) = (
+                w.part.host_lp[2 * i] as usize,
+                w.part.host_lp[2 * i + 1] as usize,
+            );
+            let client = &mut lps[lc].nodes[w.host_idx[2 * i] as usize].host;
+            if let Role::Client(app) = &client.role {
+                f.acked_at = app.acked_at;
+                f.error = app.error.clone();
+                if let Some(ch) = app.conn {
+                    f.report = client.ep.stats(now, ch);
+                }
+            }
+            f.injected_drops = client.injected_drops;
+            let server = &mut lps[ls].nodes[w.host_idx[2 * i + 1] as usize].host;
+            if let Role::Server(app) = &server.role {
+                f.fin_at = app.fin_at;
+                f.receiver_report = app.conn.and_then(|ch| server.ep.stats(now, ch));
+                if let (Some(tr), Some(sender)) = (self.trace.as_mut(), &f.report) {
+                    tr.flow_end(i as u32, sender, f.receiver_report.as_ref());
+                }
+            }
+            for lp in lps.iter() {
+                let st = &lp.stats[i];
+                for (d, x) in f.drops.iter_mut().zip(st.drops) {
+                    *d += x;
+                }
+                f.access_drops += st.access_drops;
+                f.loss_drops += st.loss_drops;
+                for (b, x) in f.port_bytes.iter_mut().zip(&st.port_bytes) {
+                    *b += x;
+                }
+            }
+        }
+        if let Some(t) = self.trace.as_mut() {
+            t.finish();
+        }
+        let mut ports: Vec<(usize, PortRecord)> = Vec::new();
+        for lp in lps.iter_mut() {
+            for mut rec in lp.records.drain(..) {
+                if let LinkQueue::Port(port) =
+                    &lp.links[w.link_idx[rec.link as usize] as usize].queue
+                {
+                    rec.counters = *port.port.counters();
+                    rec.in_flight = port.port.in_flight();
+                }
+                let r = w.port_of_link[rec.link as usize].expect("a record's link is measured");
+                ports.push((r, rec));
+            }
+        }
+        ports.sort_by_key(|(r, _)| *r);
+        ports.into_iter().map(|(_, rec)| rec).collect()
+    }
+}
+
+impl Lp {
+    /// Run this LP's events before `wend`.
+    fn run(&mut self, w: &World, wend: u64) {
+        self.wend = wend;
+        while self.queue.peek_t().is_some_and(|t| t < wend) {
+            let Some(e) = self.queue.pop() else {
+                break;
+            };
+            self.now = e.t;
+            self.events += 1;
+            match e.ev {
+                Ev::Arrive(slot) => {
+                    let p = self.packets.remove(slot as usize);
+                    self.arrive(w, p);
+                }
+                Ev::PortPoll(l) => self.port_poll(w, l as usize, e.t),
+                Ev::HostTimer(h) => self.host_timer(w, h as usize, e.t, e.seq),
+                Ev::HostWake(h) => {
+                    // Stale when a timer or an earlier wake-up served the batch.
+                    if self.node(w, h as usize).host.wake_at == Some(e.t) {
+                        self.host_step(w, h as usize);
+                    }
+                }
+                Ev::FlowStart(f) => self.start_flow(w, f as usize),
+            }
+        }
+    }
+
+    fn node(&mut self, w: &World, h: usize) -> &mut Node {
+        debug_assert_eq!(w.part.host_lp[h], self.id);
+        &mut self.nodes[w.host_idx[h] as usize]
+    }
+
+    fn link(&mut self, w: &World, l: usize) -> &mut Link {
+        debug_assert_eq!(w.part.link_lp[l], self.id);
+        &mut self.links[w.link_idx[l] as usize]
+    }
+
     fn push(&mut self, t: u64, ev: Ev) {
         self.queue.push(t, ev);
     }
 
-    fn instant(&self, ns: u64) -> Instant {
-        self.base + Duration::from_nanos(ns)
-    }
-
-    fn ns_of(&self, i: Instant) -> u64 {
-        i.saturating_duration_since(self.base).as_nanos() as u64
-    }
-
-    fn start_flow(&mut self, f: usize) {
-        let spec = &self.net.flows[f];
-        let s = self.s;
+    fn start_flow(&mut self, w: &World, f: usize) {
+        let spec = &w.flows[f];
+        let s = w.s;
         let max_rtt = s
             .flows
             .iter()
@@ -451,15 +883,16 @@ impl Sim<'_> {
             link_rate_bps: Some(s.access_rate_bps),
         };
         let (server, size) = (spec.server, spec.size);
-        let now = self.instant(self.now);
+        let now = w.instant(self.now);
         let h = 2 * f;
-        self.hosts[h].connect(now, server, options, size);
-        self.host_step(h);
+        self.node(w, h).host.connect(now, server, options, size);
+        self.host_step(w, h);
     }
 
-    fn host_timer(&mut self, h: usize, t: u64, seq: u64) {
-        let now = self.instant(self.now);
-        let host = &mut self.hosts[h];
+    fn host_timer(&mut self, w: &World, h: usize, t: u64, seq: u64) {
+        let now = w.instant(self.now);
+        let i = w.host_idx[h] as usize;
+        let host = &mut self.nodes[i].host;
         if !host
             .timer
             .on_event(&mut self.queue, t, seq, || Ev::HostTimer(h as u32))
@@ -467,23 +900,24 @@ impl Sim<'_> {
             return; // superseded, or re-scheduled for later
         }
         host.ep.handle_timeout(now);
-        self.host_step(h);
+        self.host_step(w, h);
     }
 
     /// Let the host's app react, send what the endpoint has, re-arm its timer.
     /// Under host noise this is a wake-up: it serves everything that arrived
     /// before it.
-    fn host_step(&mut self, h: usize) {
-        self.hosts[h].wake_at = None;
+    fn host_step(&mut self, w: &World, h: usize) {
+        let i = w.host_idx[h] as usize;
+        self.nodes[i].host.wake_at = None;
         let now_ns = self.now;
-        let now = self.instant(now_ns);
-        self.hosts[h].run_app(now, now_ns);
+        let now = w.instant(now_ns);
+        self.nodes[i].host.run_app(now, now_ns);
         loop {
             // The endpoint writes into a buffer that becomes the packet
             // itself: no copy when the transmit is one datagram (always, as
             // hosts disable GSO).
             let mut buf = self.pool.pop().unwrap_or_default();
-            let Some(t) = self.hosts[h].poll_transmit(now, &mut buf) else {
+            let Some(t) = self.nodes[i].host.poll_transmit(now, &mut buf) else {
                 self.pool.push(buf);
                 break;
             };
@@ -491,7 +925,7 @@ impl Sim<'_> {
             let seg = t.segment_size.unwrap_or(t.size).max(1);
             if seg >= t.size {
                 buf.truncate(t.size);
-                self.emit(h, buf, t.dscp, ecn);
+                self.emit(w, h, buf, t.dscp, ecn);
                 continue;
             }
             let mut off = 0;
@@ -501,14 +935,14 @@ impl Sim<'_> {
                 data.clear();
                 data.extend_from_slice(&buf[off..off + n]);
                 off += n;
-                self.emit(h, data, t.dscp, ecn);
+                self.emit(w, h, data, t.dscp, ecn);
             }
             self.pool.push(buf);
         }
         // Events raised while sending (e.g. a stream became writable).
-        self.hosts[h].run_app(now, now_ns);
-        let next = self.hosts[h].ep.poll_timeout().map(|i| self.ns_of(i));
-        let host = &mut self.hosts[h];
+        self.nodes[i].host.run_app(now, now_ns);
+        let next = self.nodes[i].host.ep.poll_timeout().map(|t| w.ns_of(t));
+        let host = &mut self.nodes[i].host;
         if let Some(mut t) = next {
             if t <= now_ns {
                 host.same_now_timers += 1;
@@ -530,9 +964,11 @@ impl Sim<'_> {
     }
 
     /// A host puts a datagram on its first link.
-    fn emit(&mut self, h: usize, data: Vec<u8>, dscp: u8, ecn_bits: u8) {
+    fn emit(&mut self, w: &World, h: usize, data: Vec<u8>, dscp: u8, ecn_bits: u8) {
         self.packets_sent += 1;
-        let flow = self.hosts[h].flow;
+        let now = self.now;
+        let node = self.node(w, h);
+        let flow = node.host.flow;
         let to_server = h.is_multiple_of(2);
         let len = data.len() as u32 + WIRE_OVERHEAD;
         let p = SimPacket {
@@ -542,56 +978,59 @@ impl Sim<'_> {
                 ..PacketMeta::default()
             },
             data,
-            from: self.hosts[h].addr,
+            from: node.host.addr,
             flow,
             to_server,
             hop: 0,
             dscp,
             enq_ns: 0,
-            sent_ns: self.now,
+            sent_ns: now,
             path_noised: false,
         };
-        if self.jitter_ns > 0.0 {
+        if w.jitter_ns > 0.0 {
             // Host jitter (scheduling, NIC): a random delay, FIFO per host.
-            let j = (tollgate_cca::rng::uniform_f64(&mut self.jitter_rng) * self.jitter_ns) as u64;
-            let host = &mut self.hosts[h];
-            let at = (self.now + j).max(host.last_emit_ns);
-            host.last_emit_ns = at;
-            self.capture(h, at, &p);
+            let j = (tollgate_cca::rng::uniform_f64(&mut node.jitter_rng) * w.jitter_ns) as u64;
+            let at = (now + j).max(node.host.last_emit_ns);
+            node.host.last_emit_ns = at;
+            self.capture(w, h, at, &p);
             // FIFO, like the access link after it: both are crossed now.
-            self.send_on(p, at);
+            self.send_on(w, p, at);
         } else {
-            self.capture(h, self.now, &p);
-            self.arrive(p);
+            self.capture(w, h, now, &p);
+            self.arrive(w, p);
         }
     }
 
     /// Record `p` on host `h`'s interface at `t` (`--pcap`).
-    fn capture(&mut self, h: usize, t: u64, p: &SimPacket) {
+    fn capture(&mut self, w: &World, h: usize, t: u64, p: &SimPacket) {
         let Some(pcap) = self.pcap.as_mut() else {
             return;
         };
-        let f = &self.net.flows[p.flow as usize];
+        let f = &w.flows[p.flow as usize];
         let to = if p.to_server { f.server } else { f.client };
-        if let Err(e) = pcap.record(h.is_multiple_of(2), t, p.from, to, &p.data) {
-            eprintln!("warning: {e}; capture stopped");
-            self.pcap = None;
-        }
-    }
-
-    fn path(&self, p: &SimPacket) -> &[u32] {
-        let f = &self.net.flows[p.flow as usize];
-        if p.to_server {
-            &f.up_path
-        } else {
-            &f.down_path
-        }
+        pcap.push(Captured::new(h.is_multiple_of(2), t, p.from, to, &p.data));
     }
 
     /// Schedule `p`'s arrival at the input of hop `p.hop` at `at`, in the
     /// event queue's `lane` when the caller knows arrivals through it come
-    /// in order (see `queue.rs`), else `None`.
-    fn push_arrival(&mut self, at: u64, p: SimPacket, lane: Option<usize>) {
+    /// in order (see `queue.rs`), else `None`. A packet for another LP waits
+    /// in the outbox until the window's end (it arrives after it).
+    fn push_arrival(&mut self, w: &World, at: u64, p: SimPacket, lane: Option<usize>) {
+        let lp = match w.path(&p).get(p.hop as usize) {
+            Some(&link) => w.part.link_lp[link as usize],
+            None => w.part.host_lp[2 * p.flow as usize + usize::from(p.to_server)],
+        };
+        if lp == self.id {
+            self.queue_arrival(at, p, lane);
+        } else if at > w.end {
+            self.recycle(p);
+        } else {
+            debug_assert!(at >= self.wend, "lookahead violated: {at} < {}", self.wend);
+            self.outbox.push(Msg { lp, at, lane, p });
+        }
+    }
+
+    fn queue_arrival(&mut self, at: u64, p: SimPacket, lane: Option<usize>) {
         let slot = self.packets.insert(p) as u32;
         match lane {
             Some(lane) => self.queue.push_lane(lane, at, Ev::Arrive(slot)),
@@ -608,128 +1047,129 @@ impl Sim<'_> {
     /// event of each access link and of the jitter: 3 of 5 packet events in
     /// `bench-10-flows`. The packet is then scheduled at the next router
     /// port, or at its host after the last link.
-    fn send_on(&mut self, mut p: SimPacket, mut at: u64) {
+    fn send_on(&mut self, w: &World, mut p: SimPacket, mut at: u64) {
         // The last link crossed: it delivers its packets in order, so its
         // arrivals share one lane of the event queue.
         let mut lane = None;
-        while let Some(&link) = self.path(&p).get(p.hop as usize) {
-            match self.net.links[link as usize].cross(at, p.meta.len) {
+        while let Some(&link) = w.path(&p).get(p.hop as usize) {
+            if w.part.link_lp[link as usize] != self.id {
+                break; // a router port of another LP
+            }
+            match self.link(w, link as usize).cross(at, p.meta.len) {
                 Crossing::Leaves(end) => {
                     at = end;
                     p.hop += 1;
                     lane = Some(link as usize);
                 }
                 Crossing::Dropped => {
-                    self.flows[p.flow as usize].access_drops += 1;
+                    self.stats[p.flow as usize].access_drops += 1;
                     self.recycle(p);
                     return;
                 }
                 Crossing::RouterPort => break,
             }
         }
-        self.push_arrival(at, p, lane);
+        self.push_arrival(w, at, p, lane);
     }
 
     /// A packet reaches the input of hop `p.hop` (or its host after the last).
-    fn arrive(&mut self, mut p: SimPacket) {
-        let path = self.path(&p);
+    fn arrive(&mut self, w: &World, mut p: SimPacket) {
+        let path = w.path(&p);
         let Some(&link) = path.get(p.hop as usize) else {
-            if let (Some(noise), false) = (self.path_noise.as_mut(), p.path_noised) {
+            let h = 2 * p.flow as usize + usize::from(p.to_server);
+            let now = self.now;
+            let node = self.node(w, h);
+            if let (Some(noise), false) = (node.path_noise.as_mut(), p.path_noised) {
                 // The router's transmit polling and the veth ahead of the
                 // host: a delay drawn once per packet, FIFO per flow and
                 // direction, before the host's interface sees it.
                 p.path_noised = true;
-                let lane = 2 * p.flow as usize + usize::from(p.to_server);
-                let at = (self.now + noise.draw_ns()).max(self.path_noise_last[lane]);
-                self.path_noise_last[lane] = at;
+                let at = (now + noise.draw_ns()).max(node.path_noise_last);
+                node.path_noise_last = at;
                 // FIFO per flow and direction: a lane after the links'.
-                let queue_lane = self.net.links.len() + lane;
-                return self.push_arrival(at, p, Some(queue_lane));
+                let queue_lane = w.nlinks + h;
+                return self.queue_arrival(at, p, Some(queue_lane));
             }
-            return self.deliver(p);
+            return self.deliver(w, p);
         };
         let now = self.now;
-        let l = &mut self.net.links[link as usize];
-        match &mut l.queue {
-            LinkQueue::Wire { .. } => self.send_on(p, now),
+        let li = w.link_idx[link as usize] as usize;
+        debug_assert_eq!(w.part.link_lp[link as usize], self.id);
+        match &mut self.links[li].queue {
+            LinkQueue::Wire { .. } => self.send_on(w, p, now),
             LinkQueue::Port(port) => {
-                if self.loss > 0.0
-                    && self.net.forward_ports.contains(&link)
-                    && tollgate_cca::rng::uniform_f64(&mut self.loss_rng) < self.loss
-                {
-                    self.flows[p.flow as usize].loss_drops += 1;
-                    self.recycle(p);
-                    return;
+                if let Some(rng) = self.loss_rng[li].as_mut() {
+                    if tollgate_cca::rng::uniform_f64(rng) < w.loss {
+                        self.stats[p.flow as usize].loss_drops += 1;
+                        self.recycle(p);
+                        return;
+                    }
                 }
-                let f = &self.net.flows[p.flow as usize];
+                let f = &w.flows[p.flow as usize];
                 let to = if p.to_server { f.server } else { f.client };
                 port.classify(&mut p, to);
                 p.enq_ns = now;
-                let mut c = std::mem::take(&mut self.collector);
-                if let Some(tr) = self.trace.as_mut() {
-                    if p.to_server && Some(&link) == self.net.forward_ports.first() {
+                let c = &mut self.collector;
+                match self.trace.as_mut() {
+                    Some(tr) if p.to_server && Some(&link) == w.forward_ports.first() => {
                         let (flow, sent, qlen, before) =
                             (p.flow, p.sent_ns, port.port.qdisc().len(), c.dropped.len());
-                        port.port.receive(p, Time::from_nanos(now), &mut c);
+                        port.port.receive(p, Time::from_nanos(now), c);
                         tr.arrival(now, flow, qlen, c.dropped.len() > before, sent);
-                    } else {
-                        port.port.receive(p, Time::from_nanos(now), &mut c);
                     }
-                } else {
-                    port.port.receive(p, Time::from_nanos(now), &mut c);
+                    _ => port.port.receive(p, Time::from_nanos(now), c),
                 }
-                port.port.poll(Time::from_nanos(now), &mut c);
-                self.collector = c;
-                self.after_port(link as usize);
+                port.port.poll(Time::from_nanos(now), c);
+                self.after_port(w, link as usize);
             }
         }
     }
 
-    fn port_poll(&mut self, link: usize, t: u64) {
-        let LinkQueue::Port(port) = &mut self.net.links[link].queue else {
+    fn port_poll(&mut self, w: &World, link: usize, t: u64) {
+        let now = self.now;
+        let li = w.link_idx[link] as usize;
+        let LinkQueue::Port(port) = &mut self.links[li].queue else {
             return;
         };
         if port.poll_at == Some(t) {
             port.poll_at = None;
         }
-        let mut c = std::mem::take(&mut self.collector);
-        port.port.poll(Time::from_nanos(self.now), &mut c);
-        self.collector = c;
-        self.after_port(link);
+        port.port.poll(Time::from_nanos(now), &mut self.collector);
+        self.after_port(w, link);
     }
 
     /// Forward what a port transmitted, account drops, schedule its next poll.
-    fn after_port(&mut self, link: usize) {
+    fn after_port(&mut self, w: &World, link: usize) {
         let now = self.now;
-        let rec = self.port_of_link[link];
+        let li = w.link_idx[link] as usize;
+        let rec = w.port_of_link[link].map(|r| w.rec_idx[r] as usize);
         let mut c = std::mem::take(&mut self.collector);
         for (mut p, t) in c.sent.drain(..) {
             if let Some(tr) = self.trace.as_mut() {
-                if p.to_server && self.net.forward_ports.first() == Some(&(link as u32)) {
+                if p.to_server && w.forward_ports.first() == Some(&(link as u32)) {
                     tr.departure(t.as_nanos().max(now), p.flow);
                 }
             }
-            let l = &self.net.links[link];
-            let at = t.as_nanos().max(now) + l.transit_ns(p.meta.len);
+            let at = t.as_nanos().max(now) + self.links[li].transit_ns(p.meta.len);
             if let Some(r) = rec {
-                let r = &mut self.ports[r];
+                let r = &mut self.records[r];
                 let d = now.saturating_sub(p.enq_ns);
                 let _ = r.delay_us.record((d / 1_000).max(1));
                 r.delay_sum += d as f64;
                 r.delay_n += 1;
                 if r.forward {
-                    self.flows[p.flow as usize].port_bytes[r.hop as usize] += u64::from(p.meta.len);
+                    self.stats[p.flow as usize].port_bytes[r.hop as usize] += u64::from(p.meta.len);
                 }
             }
             p.hop += 1;
-            self.send_on(p, at);
+            self.send_on(w, p, at);
         }
         for (p, reason) in c.dropped.drain(..) {
-            self.flows[p.flow as usize].drops[reason.index()] += 1;
+            self.stats[p.flow as usize].drops[reason.index()] += 1;
             self.recycle(p);
         }
         self.collector = c;
-        let LinkQueue::Port(port) = &mut self.net.links[link].queue else {
+        let LinkQueue::Port(port) = &mut self.links[li].queue else {
             return;
         };
         if let Some(t) = port.port.next_event() {
@@ -740,38 +1180,38 @@ impl Sim<'_> {
             }
         }
         if let Some(r) = rec {
-            self.check_rrmqs(link, r);
+            self.check_rrmqs(w, li, r);
         }
     }
 
     /// Record a newly closed RRMQS meter window with the real indices.
-    fn check_rrmqs(&mut self, link: usize, r: usize) {
-        let LinkQueue::Port(port) = &self.net.links[link].queue else {
+    fn check_rrmqs(&mut self, w: &World, li: usize, r: usize) {
+        let LinkQueue::Port(port) = &self.links[li].queue else {
             return;
         };
         let AnyQdisc::Rrmqs(q) = port.port.qdisc() else {
             return;
         };
-        let w = q.latest_window();
-        let rec = &mut self.ports[r];
-        if w.end == rec.last_window_end || w.end == Time::ZERO || !rec.forward {
+        let win = q.latest_window();
+        let rec = &mut self.records[r];
+        if win.end == rec.last_window_end || win.end == Time::ZERO || !rec.forward {
             return;
         }
-        rec.last_window_end = w.end;
+        rec.last_window_end = win.end;
         let hop = rec.hop as usize;
         // Per-flow bytes through this port since the last window.
         let mut per_variant: Vec<(VariantId, u32, f64)> = Vec::new();
         let mut total = 0.0;
         let mut active = 0u32;
-        for (i, f) in self.flows.iter().enumerate() {
-            let b = f.port_bytes[hop] - rec.flow_bytes_at_window[i];
-            rec.flow_bytes_at_window[i] = f.port_bytes[hop];
+        for (i, st) in self.stats.iter().enumerate() {
+            let b = st.port_bytes[hop] - rec.flow_bytes_at_window[i];
+            rec.flow_bytes_at_window[i] = st.port_bytes[hop];
             if b == 0 {
                 continue;
             }
             total += b as f64;
             active += 1;
-            let v = f.spec.variant;
+            let v = w.flows[i].variant;
             match per_variant.iter_mut().find(|e| e.0 == v) {
                 Some(e) => {
                     e.1 += 1;
@@ -795,38 +1235,42 @@ impl Sim<'_> {
                 index: bytes / f64::from(flows) / fair,
             })
             .collect();
-        rec.rrmqs.push((w.clone(), real));
+        rec.rrmqs.push((win.clone(), real));
     }
 
-    fn deliver(&mut self, p: SimPacket) {
+    fn deliver(&mut self, w: &World, p: SimPacket) {
         let f = p.flow as usize;
         let h = if p.to_server { 2 * f + 1 } else { 2 * f };
-        let now = self.instant(self.now);
+        let now_ns = self.now;
+        let now = w.instant(now_ns);
         let tos = p.tos();
-        self.capture(h, self.now, &p);
+        self.capture(w, h, now_ns, &p);
         // The packet's buffer goes to the endpoint as is: Vec -> Bytes ->
         // BytesMut of a unique buffer does not copy the bytes.
         let data = BytesMut::from(Bytes::from(p.data));
-        self.hosts[h]
+        let i = w.host_idx[h] as usize;
+        let node = &mut self.nodes[i];
+        node.host
             .ep
             .handle_datagram_owned(now, p.from, Some(tos), data);
-        match self.wakeups.as_mut() {
+        match node.wakeups.as_mut() {
             // The datagram is stamped now; the host reacts when it wakes up.
-            Some(w) => {
-                if self.hosts[h].wake_at.is_none() {
-                    let at = self.now + w.draw_ns();
-                    self.hosts[h].wake_at = Some(at);
-                    self.push(at, Ev::HostWake(h as u32));
+            Some(wk) => {
+                if node.host.wake_at.is_none() {
+                    let at = now_ns + wk.draw_ns();
+                    node.host.wake_at = Some(at);
+                    self.queue.push(at, Ev::HostWake(h as u32));
                 }
             }
-            None => self.host_step(h),
+            None => self.host_step(w, h),
         }
         if h % 2 == 0 {
             if let Some(tr) = self.trace.as_mut() {
-                if let Role::Client(app) = &self.hosts[h].role {
-                    if let Some(cca) = app.conn.and_then(|ch| self.hosts[h].ep.cca_handle(ch)) {
+                let host = &self.nodes[i].host;
+                if let Role::Client(app) = &host.role {
+                    if let Some(cca) = app.conn.and_then(|ch| host.ep.cca_handle(ch)) {
                         let snap = cca.snapshot();
-                        tr.ack(self.now, f as u32, snap.stats.window, snap.bytes_in_flight);
+                        tr.ack(now_ns, f as u32, snap.stats.window, snap.bytes_in_flight);
                     }
                 }
             }
@@ -838,77 +1282,48 @@ impl Sim<'_> {
             self.pool.push(p.data);
         }
     }
+}
 
-    fn sample(&mut self) {
-        self.samples.push(self.now as f64 / 1e9);
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            let Role::Server(app) = &self.hosts[2 * i + 1].role else {
-                unreachable!("odd hosts are servers");
-            };
-            f.rx.push(app.rx_bytes);
-            if let Role::Client(client) = &self.hosts[2 * i].role {
-                let capacity = client
-                    .conn
-                    .and_then(|ch| self.hosts[2 * i].ep.cca_handle(ch))
-                    .and_then(|cca| cca.snapshot().stats.number(tollgate_cca::CAPACITY_MBPS));
-                if capacity.is_some() || !f.capacity_mbps.is_empty() {
-                    f.capacity_mbps.resize(f.rx.len() - 1, None);
-                    f.capacity_mbps.push(capacity);
-                }
-            }
-        }
-        for (link, r) in self.port_of_link.iter().enumerate() {
-            let Some(r) = *r else { continue };
-            let LinkQueue::Port(port) = &self.net.links[link].queue else {
-                continue;
-            };
-            let rec = &mut self.ports[r];
-            let q = port.port.qdisc();
-            rec.qlen.push(q.len() as u32);
-            rec.qbytes.push(q.bytes());
-            rec.tx_bytes.push(port.port.counters().dequeued_bytes);
-            rec.delay_mean_ns.push(if rec.delay_n > 0 {
-                rec.delay_sum / rec.delay_n as f64
-            } else {
-                0.0
-            });
-            rec.delay_sum = 0.0;
-            rec.delay_n = 0;
-            if let AnyQdisc::Cebinae(c) = q {
-                rec.cebinae.push(*c.last_report());
-                rec.cebinae_top
-                    .push(self.flow_hash.iter().map(|&h| c.is_top(h)).collect());
-            }
+impl PortRecord {
+    fn new(link: u32, hop: u32, forward: bool, nflows: usize) -> Self {
+        PortRecord {
+            hop,
+            forward,
+            link,
+            qlen: Vec::new(),
+            qbytes: Vec::new(),
+            tx_bytes: Vec::new(),
+            delay_mean_ns: Vec::new(),
+            delay_us: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
+            delay_sum: 0.0,
+            delay_n: 0,
+            counters: Counters::default(),
+            in_flight: 0,
+            cebinae: Vec::new(),
+            cebinae_top: Vec::new(),
+            rrmqs: Vec::new(),
+            last_window_end: Time::ZERO,
+            flow_bytes_at_window: vec![0; nflows],
         }
     }
+}
 
-    fn finish(&mut self) {
-        let now = self.instant(self.now);
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            if let Role::Client(app) = &self.hosts[2 * i].role {
-                f.acked_at = app.acked_at;
-                f.error = app.error.clone();
-                if let Some(ch) = app.conn {
-                    f.report = self.hosts[2 * i].ep.stats(now, ch);
-                }
-            }
-            if let Role::Server(app) = &self.hosts[2 * i + 1].role {
-                f.fin_at = app.fin_at;
-                f.receiver_report = app
-                    .conn
-                    .and_then(|ch| self.hosts[2 * i + 1].ep.stats(now, ch));
-                if let (Some(tr), Some(sender)) = (self.trace.as_mut(), &f.report) {
-                    tr.flow_end(i as u32, sender, f.receiver_report.as_ref());
-                }
-            }
-            f.injected_drops = self.hosts[2 * i].injected_drops;
-        }
-        for (link, r) in self.port_of_link.iter().enumerate() {
-            let Some(r) = *r else { continue };
-            if let LinkQueue::Port(port) = &self.net.links[link].queue {
-                self.ports[r].counters = *port.port.counters();
-                self.ports[r].in_flight = port.port.in_flight();
-            }
+impl FlowRecord {
+    fn new(spec: &FlowSpec, nfwd: usize) -> Self {
+        FlowRecord {
+            spec: spec.clone(),
+            rx: Vec::new(),
+            capacity_mbps: Vec::new(),
+            drops: [0; DropReason::COUNT],
+            access_drops: 0,
+            loss_drops: 0,
+            port_bytes: vec![0; nfwd],
+            fin_at: None,
+            acked_at: None,
+            report: None,
+            receiver_report: None,
+            injected_drops: 0,
+            error: None,
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The virtual-time emulator.
 //!
-//! A discrete-event engine: one binary heap of `(virtual time, sequence
-//! number)` events ([`queue`]), so events at the same instant run in the
-//! order they were scheduled and a run is a pure function of the scenario and
-//! its seed.
+//! A discrete-event engine: the network is split into logical processes
+//! ([`partition`]), each with a binary heap of `(virtual time, sequence
+//! number)` events ([`queue`]), run in windows of the lookahead on one or
+//! more threads ([`engine`]); a run is a pure function of the scenario and
+//! its seed, whatever the number of threads.
 //! Hosts run the real Tollgate transport ([`tollgate_transport::Endpoint`],
 //! quinn-proto with Tollgate's CCAs) fed with virtual `Instant`s (one base
 //! `Instant` captured at start plus the virtual offset); router ports run the
@@ -16,7 +17,8 @@
 //! | [`noise`] | timing noise: host wake-up latencies measured on the testbed (default), or i.i.d. |
 //! | [`pcap`] | optional pcap capture of the hosts' datagrams (`--pcap`, `TOLLGATE_PCAP`) |
 //! | [`topology`] | building links, hosts and paths from a scenario |
-//! | [`engine`] | the event loop and what it records ([`engine::RunData`]) |
+//! | [`engine`] | the event loop, its windows and threads, and what it records ([`engine::RunData`]) |
+//! | [`partition`] | the logical processes and their lookahead |
 //! | [`queue`] | the event queue |
 //! | [`tls`] | a deterministic certificate |
 //! | [`trace`] | optional per-packet trace (`TOLLGATE_TRACE`) for debugging |
@@ -25,6 +27,7 @@ pub mod engine;
 pub mod host;
 pub mod net;
 pub mod noise;
+pub mod partition;
 pub mod pcap;
 pub mod queue;
 pub mod tls;

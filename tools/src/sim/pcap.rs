@@ -68,10 +68,28 @@ impl Pcap {
         to: SocketAddr,
         payload: &[u8],
     ) -> anyhow::Result<()> {
-        let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (from, to) else {
+        self.write_one(&Captured::new(at_client, t_ns, from, to, payload))
+    }
+
+    /// Write the captured datagrams of every logical process of the engine,
+    /// earliest first (ties in the order of `bufs`), and empty the buffers.
+    pub fn write<'b>(
+        &mut self,
+        bufs: impl Iterator<Item = &'b mut Vec<Captured>>,
+    ) -> anyhow::Result<()> {
+        let mut all: Vec<Captured> = Vec::new();
+        for b in bufs {
+            all.append(b);
+        }
+        all.sort_by_key(|c| c.t_ns);
+        all.iter().try_for_each(|c| self.write_one(c))
+    }
+
+    fn write_one(&mut self, c: &Captured) -> anyhow::Result<()> {
+        let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (c.from, c.to) else {
             return Ok(()); // the emulator's hosts are IPv4
         };
-        let udp_len = 8 + payload.len();
+        let udp_len = 8 + c.len;
         let ip_len = 20 + udp_len;
         let b = &mut self.scratch;
         b.clear();
@@ -86,10 +104,10 @@ impl Pcap {
         b.extend_from_slice(&dst.port().to_be_bytes());
         b.extend_from_slice(&(udp_len as u16).to_be_bytes());
         b.extend_from_slice(&[0, 0]);
-        let keep = SNAPLEN.saturating_sub(b.len()).min(payload.len());
-        b.extend_from_slice(&payload[..keep]);
-        let packet = PcapPacket::new(Duration::from_nanos(t_ns), ip_len as u32, b);
-        let out = if at_client {
+        let keep = SNAPLEN.saturating_sub(b.len()).min(c.head.len());
+        b.extend_from_slice(&c.head[..keep]);
+        let packet = PcapPacket::new(Duration::from_nanos(c.t_ns), ip_len as u32, b);
+        let out = if c.at_client {
             &mut self.sender
         } else {
             &mut self.receiver
@@ -97,5 +115,39 @@ impl Pcap {
         out.write_packet(&packet)
             .map(|_| ())
             .map_err(|e| anyhow::anyhow!("pcap: {e}"))
+    }
+}
+
+/// One datagram seen on a host's interface, waiting to be written.
+#[derive(Debug)]
+pub struct Captured {
+    at_client: bool,
+    t_ns: u64,
+    from: SocketAddr,
+    to: SocketAddr,
+    /// The start of the payload (what the snapshot length keeps).
+    head: Vec<u8>,
+    /// The payload's length.
+    len: usize,
+}
+
+impl Captured {
+    /// `payload` (a UDP payload from `from` to `to`) at virtual time `t_ns`
+    /// on a client's interface (`at_client`) or a server's.
+    pub fn new(
+        at_client: bool,
+        t_ns: u64,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &[u8],
+    ) -> Self {
+        Captured {
+            at_client,
+            t_ns,
+            from,
+            to,
+            head: payload[..payload.len().min(SNAPLEN)].to_vec(),
+            len: payload.len(),
+        }
     }
 }

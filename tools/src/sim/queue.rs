@@ -219,6 +219,11 @@ impl<E> EventQueue<E> {
         })
     }
 
+    /// The time of the earliest event.
+    pub fn peek_t(&self) -> Option<u64> {
+        self.heap.peek().map(|Reverse(k)| (k.key >> 64) as u64)
+    }
+
     /// Events stored.
     pub fn len(&self) -> usize {
         self.heap.len() + self.waiting

@@ -16,11 +16,21 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-/// The trace writer.
+/// The trace writer. Each logical process of the engine writes into its own
+/// [`TraceLines`]; the engine hands them to [`Trace::write`] after every
+/// window, which writes them in time order.
 #[derive(Debug)]
 pub struct Trace {
     out: BufWriter<File>,
     from_ns: u64,
+    merged: Vec<(u64, String)>,
+}
+
+/// Trace lines of one logical process, waiting to be written.
+#[derive(Debug, Default)]
+pub struct TraceLines {
+    from_ns: u64,
+    lines: Vec<(u64, String)>,
 }
 
 impl Trace {
@@ -40,35 +50,27 @@ impl Trace {
         Ok(Some(Trace {
             out: BufWriter::with_capacity(1 << 20, f),
             from_ns: (from_s * 1e9).round() as u64,
+            merged: Vec::new(),
         }))
     }
 
-    fn on(&self, t: u64) -> bool {
-        t >= self.from_ns
-    }
-
-    /// A data packet arrived at the first forward port.
-    pub fn arrival(&mut self, t: u64, flow: u32, qlen: usize, dropped: bool, sent_ns: u64) {
-        if self.on(t) {
-            let _ = writeln!(
-                self.out,
-                "A,{t},{flow},{qlen},{},{sent_ns}",
-                u8::from(dropped)
-            );
+    /// An empty buffer for one logical process.
+    pub fn lines(&self) -> TraceLines {
+        TraceLines {
+            from_ns: self.from_ns,
+            lines: Vec::new(),
         }
     }
 
-    /// A data packet started transmission at the first forward port.
-    pub fn departure(&mut self, t: u64, flow: u32) {
-        if self.on(t) {
-            let _ = writeln!(self.out, "D,{t},{flow}");
+    /// Write the buffered lines of every logical process, earliest first
+    /// (ties in the order of `bufs`), and empty the buffers.
+    pub fn write<'b>(&mut self, bufs: impl Iterator<Item = &'b mut TraceLines>) {
+        for b in bufs {
+            self.merged.append(&mut b.lines);
         }
-    }
-
-    /// A datagram reached a data sender.
-    pub fn ack(&mut self, t: u64, flow: u32, cwnd: u64, in_flight: u64) {
-        if self.on(t) {
-            let _ = writeln!(self.out, "K,{t},{flow},{cwnd},{in_flight}");
+        self.merged.sort_by_key(|(t, _)| *t);
+        for (_, line) in self.merged.drain(..) {
+            let _ = writeln!(self.out, "{line}");
         }
     }
 
@@ -92,5 +94,34 @@ impl Trace {
     /// Flush at the end of the run.
     pub fn finish(&mut self) {
         let _ = self.out.flush();
+    }
+}
+
+impl TraceLines {
+    fn on(&self, t: u64) -> bool {
+        t >= self.from_ns
+    }
+
+    /// A data packet arrived at the first forward port.
+    pub fn arrival(&mut self, t: u64, flow: u32, qlen: usize, dropped: bool, sent_ns: u64) {
+        if self.on(t) {
+            let line = format!("A,{t},{flow},{qlen},{},{sent_ns}", u8::from(dropped));
+            self.lines.push((t, line));
+        }
+    }
+
+    /// A data packet started transmission at the first forward port.
+    pub fn departure(&mut self, t: u64, flow: u32) {
+        if self.on(t) {
+            self.lines.push((t, format!("D,{t},{flow}")));
+        }
+    }
+
+    /// A datagram reached a data sender.
+    pub fn ack(&mut self, t: u64, flow: u32, cwnd: u64, in_flight: u64) {
+        if self.on(t) {
+            self.lines
+                .push((t, format!("K,{t},{flow},{cwnd},{in_flight}")));
+        }
     }
 }

@@ -972,6 +972,7 @@ rtt = "100ms"
             events: 0,
             partial: false,
             reached_s: 1.0,
+            lps: 1,
         }
     }
 
