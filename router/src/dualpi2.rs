@@ -2,9 +2,9 @@
 //! White, RFC 9332, with the PI2 controller of its Appendix A), the
 //! reference DualQ Coupled AQM that Linux ships as `sch_dualpi2`.
 //!
-//! - **Two queues** (RFC 9332 section 2.3). An arrival whose ECN field is
-//!   ECT(1) or CE (the L4S identifier of RFC 9331) joins the *L* queue;
-//!   Not-ECT and ECT(0) join the *C* (Classic) queue. Each packet is stamped
+//! - **Two queues**. An arrival whose ECN field is ECT(1) or CE (the L4S
+//!   identifier of RFC 9331) joins the *L* queue; Not-ECT and ECT(0) join
+//!   the *C* (Classic) queue. Each packet is stamped
 //!   with its enqueue time (no clock is read). An arrival finding `limit`
 //!   packets queued in the two together is dropped
 //!   ([`DropReason::Overlimit`]).
@@ -24,7 +24,7 @@
 //!   first event `t0`, lazily: each call first runs the updates due by its
 //!   `now` (nothing changes the queues between two calls), so no timer is
 //!   needed; [`Qdisc::poll`] runs them too.
-//! - **Coupling** (section 2.1, Appendix A): the Classic drop/mark
+//! - **Coupling** (Appendix A.1, Figure 6): the Classic drop/mark
 //!   probability is `p_C = p'^2`, the coupled L4S marking probability is
 //!   `p_CL = k p'` with the coupling factor `k` (`coupling_factor`, default
 //!   2). Scalable senders (rate ~ 1/p) and Classic ones (rate ~ 1/sqrt(p))
@@ -33,18 +33,17 @@
 //!   `step_thresh` (default 1 ms, Linux's default; RFC 9332 Appendix A.1's
 //!   example is a ramp from 800 us over 400 us) has `p'_L = 1`, else 0. An L
 //!   packet is marked CE with `p_L = max(p'_L, p_CL)`.
-//! - **Scheduler**: time-shifted FIFO (RFC 9332 section 2.4 and 4.2.2's
-//!   conditional priority). When both queues hold packets, the C head goes
-//!   first only if it was enqueued more than `tshift` (default 40 ms, the
-//!   ns-3 model's default) before the L head; otherwise the L head goes.
+//! - **Scheduler**: a time-shifted FIFO, a conditional-priority scheduler
+//!   as RFC 9332 asks for. When both queues hold packets, the C head goes
+//!   first only if it was enqueued more than `tshift` (default 40 ms)
+//!   before the L head; otherwise the L head goes.
 //!   L has priority while the C queue's delay stays within `tshift` of the
 //!   L queue's, and C is never starved: its delay is bounded by the L
 //!   delay plus `tshift`.
 //! - **Classic drops and marks** at dequeue: with probability `p_C` a C
 //!   packet is marked CE if it is ECN-capable (ECT(0)) and `ecn` is on
 //!   (the default), else dropped.
-//! - **Overload** (section 4.2.3, Appendix A.2). With `p_Cmax = min(1/k^2,
-//!   1)`: once `p_C >= p_Cmax` ECN-capable C packets are dropped instead of
+//! - **Overload** (Appendix A.2). With `p_Cmax = min(1/k^2, 1)`: once `p_C >= p_Cmax` ECN-capable C packets are dropped instead of
 //!   marked; once `p_CL >= 1` (the L queue cannot be made to slow down by
 //!   marking any harder) an L packet is dropped with probability `p_C` and
 //!   the others are marked.
