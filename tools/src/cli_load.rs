@@ -33,7 +33,14 @@ pub const SERVER_NAME: &str = "tollgate";
 Clients choose the congestion control the server sends their downloads with;
 --allow-cca limits that choice (QUIC registry names such as `cubic`, `libra`,
 `taxed`; kernel names for TCP such as `cubic`, `bbr`). Ctrl-C stops the server
-and prints its totals.")]
+and prints its totals.
+
+Under load (per QUIC worker): a client whose address is not validated gets a
+Retry once --retry-threshold such handshakes are in progress, at most
+--max-handshakes handshakes run at once and at most --max-connections
+connections are held (more are refused with CONNECTION_REFUSED), a handshake
+is abandoned after --handshake-timeout and a silent peer after --idle-timeout.
+Each is counted by reason in the metrics and the final totals.")]
 pub struct ServeArgs {
     /// Address to listen on, UDP (QUIC) and TCP on the same port; repeatable.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:4433")]
@@ -69,6 +76,22 @@ pub struct ServeArgs {
     /// more are refused (counted in the metrics).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
+    /// Most QUIC handshakes in progress per worker; more clients are
+    /// refused (counted in the metrics).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_handshakes: usize,
+    /// Answer QUIC clients with a Retry (address validation) once this many
+    /// handshakes with unvalidated clients are in progress per worker;
+    /// 0 = always, `off` = never.
+    #[arg(long, value_name = "N|off", default_value = "64", value_parser = retry_threshold)]
+    pub retry_threshold: RetryThreshold,
+    /// Abandon a QUIC handshake not complete after this long.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub handshake_timeout: String,
+    /// Close a connection whose peer sends nothing for this long (QUIC idle
+    /// timeout; TCP: no transfer progress).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub idle_timeout: String,
     /// Serve live Prometheus metrics at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
@@ -168,6 +191,19 @@ fn duration_arg(flag: &str, text: &str) -> anyhow::Result<Duration> {
     parse_duration(text).map_err(|e| anyhow::anyhow!("{flag} \"{text}\": {e} (e.g. 30s, 500ms)"))
 }
 
+/// `--retry-threshold`: a count, or never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryThreshold(pub Option<usize>);
+
+fn retry_threshold(text: &str) -> Result<RetryThreshold, String> {
+    if text == "off" {
+        return Ok(RetryThreshold(None));
+    }
+    text.parse()
+        .map(|n| RetryThreshold(Some(n)))
+        .map_err(|_| format!("\"{text}\": want a number of handshakes or `off`"))
+}
+
 /// `tollgate serve`.
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let crypto = if args.self_signed {
@@ -212,6 +248,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|d| duration_arg("--duration", d))
         .transpose()?;
+    let handshake_timeout = duration_arg("--handshake-timeout", &args.handshake_timeout)?;
+    let idle_timeout = duration_arg("--idle-timeout", &args.idle_timeout)?;
+    if idle_timeout.is_zero() || handshake_timeout.is_zero() {
+        anyhow::bail!("--idle-timeout and --handshake-timeout must be above 0");
+    }
     let opts = serve::ServeOptions {
         listen: args.listen.clone(),
         threads,
@@ -219,6 +260,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         allow_cca: args.allow_cca.clone(),
         default_cca: args.default_cca.clone(),
         max_connections: args.max_connections,
+        admission: tollgate_transport::Admission {
+            retry_threshold: args.retry_threshold.0,
+            max_handshakes: args.max_handshakes,
+            handshake_timeout: Some(handshake_timeout),
+        },
+        idle_timeout,
     };
     install_stop_handler_saying("stopping the server (Ctrl-C again to abort at once)")?;
     let server = serve::start(&opts)?;
@@ -228,9 +275,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let metrics = match args.metrics {
         Some(addr) => {
             let live = server.live.clone();
-            let metrics = MetricsServer::start(addr, ServerConfig::default(), move || {
-                live.render_prometheus()
-            })
+            let metrics = MetricsServer::start_with_own_counters(
+                addr,
+                ServerConfig::default(),
+                "tollgate_serve",
+                move || live.render_prometheus(),
+            )
             .with_context(|| format!("bind --metrics {addr}"))?;
             eprintln!("metrics on http://{}/metrics", metrics.local_addr());
             Some(metrics)
@@ -268,6 +318,18 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         t.refused_full.load(Ordering::Relaxed),
         t.refused_cca.load(Ordering::Relaxed)
     );
+    let by_reason = |list: Vec<(&str, &str, u64)>| {
+        list.iter()
+            .map(|(stack, reason, n)| format!("{stack} {reason} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "turned away: {}; retries sent: quic {}",
+        by_reason(live.refused_by_reason()),
+        live.retries()
+    );
+    println!("timed out: {}", by_reason(live.timed_out_by_reason()));
     for r in q.reports.iter().take(64) {
         println!(
             "  conn {:>4} cca {:<28} sent {:>12} B received {:>12} B",

@@ -9,10 +9,20 @@
 //! answered with progress counts; downloads are sent with the congestion
 //! control the client asked for, if `--allow-cca` permits it.
 //!
-//! Live totals (connections, bytes, per-variant bytes) are kept in atomics
-//! that the QUIC workers refresh every [`SCAN`]; [`Live::render_prometheus`]
-//! encodes them for `tollgate serve --metrics` (served by
-//! `tollgate-metrics-http`).
+//! Under load each QUIC worker admits new connections by the [`Admission`]
+//! in [`ServeOptions`]: unvalidated clients get a Retry once
+//! `retry_threshold` of their handshakes are in progress, at most
+//! `max_handshakes` handshakes run at once, a handshake is abandoned after
+//! `handshake_timeout`, and a connection whose peer goes silent is closed
+//! after `idle_timeout`; every connection turned away or timed out is
+//! counted by reason. The TCP side drops clients that send no request
+//! within [`tcp::REQUEST_TIMEOUT`] or whose transfer stalls for
+//! `idle_timeout`.
+//!
+//! Live totals (connections, bytes, per-variant bytes, refusals, Retries and
+//! timeouts by reason) are kept in atomics that the QUIC workers refresh
+//! every [`SCAN`]; [`Live::render_prometheus`] encodes them for `tollgate
+//! serve --metrics` (served by `tollgate-metrics-http`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,7 +34,9 @@ use anyhow::Context as _;
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use tollgate_transport::bulk::{BulkServer, ServerSummary};
 use tollgate_transport::driver::UdpIo;
-use tollgate_transport::{udp, App, ConnectionOptions, Driver, Endpoint, EndpointOptions, Event};
+use tollgate_transport::{
+    udp, Admission, App, ConnectionOptions, Driver, Endpoint, EndpointOptions, Event,
+};
 
 use crate::load::tcp::{self, TcpServeCounters};
 
@@ -46,7 +58,15 @@ pub struct ServeOptions {
     pub default_cca: String,
     /// Most QUIC connections per worker and TCP connections per address.
     pub max_connections: usize,
+    /// Retry, handshake cap and handshake timeout of each QUIC worker.
+    pub admission: Admission,
+    /// A connection whose peer sends nothing for this long is closed (QUIC:
+    /// the idle timeout the server offers; TCP: no transfer progress).
+    pub idle_timeout: Duration,
 }
+
+/// Final reports kept per QUIC worker (the summary prints the first 64).
+const REPORTS_KEPT: usize = 64;
 
 impl std::fmt::Debug for ServeOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -54,6 +74,9 @@ impl std::fmt::Debug for ServeOptions {
             .field("listen", &self.listen)
             .field("threads", &self.threads)
             .field("allow_cca", &self.allow_cca)
+            .field("max_connections", &self.max_connections)
+            .field("admission", &self.admission)
+            .field("idle_timeout", &self.idle_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -67,6 +90,21 @@ pub struct Live {
     pub quic_open: Vec<AtomicU64>,
     /// QUIC connections refused (full) per worker.
     pub quic_refused: Vec<AtomicU64>,
+    /// QUIC connections refused because `max_handshakes` were in progress, per worker.
+    pub quic_refused_handshakes: Vec<AtomicU64>,
+    /// New QUIC clients dropped unanswered (the response queue was full), per worker.
+    pub quic_ignored: Vec<AtomicU64>,
+    /// Initials that failed authentication at accept (garbage with a
+    /// valid-looking header), per worker.
+    pub quic_invalid_initial: Vec<AtomicU64>,
+    /// New QUIC clients answered with a Retry, per worker.
+    pub quic_retry: Vec<AtomicU64>,
+    /// QUIC handshakes in progress now, per worker.
+    pub quic_handshakes: Vec<AtomicU64>,
+    /// QUIC connections closed by the idle timeout (peer vanished), per worker.
+    pub quic_timed_out_idle: Vec<AtomicU64>,
+    /// QUIC handshakes abandoned (handshake or idle timeout), per worker.
+    pub quic_timed_out_handshake: Vec<AtomicU64>,
     /// QUIC downloads refused for their CCA, per worker.
     pub quic_refused_cca: Vec<AtomicU64>,
     /// Datagrams that were not QUIC of a known connection (garbage), per worker.
@@ -86,6 +124,13 @@ impl Live {
         Live {
             quic_open: zeros(),
             quic_refused: zeros(),
+            quic_refused_handshakes: zeros(),
+            quic_ignored: zeros(),
+            quic_invalid_initial: zeros(),
+            quic_retry: zeros(),
+            quic_handshakes: zeros(),
+            quic_timed_out_idle: zeros(),
+            quic_timed_out_handshake: zeros(),
             quic_refused_cca: zeros(),
             quic_garbage: zeros(),
             sent_by_variant: (0..workers)
@@ -123,6 +168,56 @@ impl Live {
             .collect()
     }
 
+    /// The counts by reason, as the metrics and the final summary give
+    /// them: (stack, reason, count) of connections, requests or datagrams
+    /// refused.
+    pub fn refused_by_reason(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let t = &self.tcp;
+        vec![
+            ("quic", "full", Self::sum(&self.quic_refused)),
+            (
+                "quic",
+                "handshake_limit",
+                Self::sum(&self.quic_refused_handshakes),
+            ),
+            ("quic", "busy", Self::sum(&self.quic_ignored)),
+            (
+                "quic",
+                "invalid_initial",
+                Self::sum(&self.quic_invalid_initial),
+            ),
+            ("quic", "garbage", Self::sum(&self.quic_garbage)),
+            ("quic", "cca", Self::sum(&self.quic_refused_cca)),
+            ("tcp", "full", t.refused_full.load(Ordering::Relaxed)),
+            ("tcp", "cca", t.refused_cca.load(Ordering::Relaxed)),
+            ("tcp", "bad_request", t.bad_requests.load(Ordering::Relaxed)),
+        ]
+    }
+
+    /// (stack, reason, count) of connections closed by a timeout.
+    pub fn timed_out_by_reason(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let t = &self.tcp;
+        vec![
+            ("quic", "idle", Self::sum(&self.quic_timed_out_idle)),
+            (
+                "quic",
+                "handshake",
+                Self::sum(&self.quic_timed_out_handshake),
+            ),
+            ("tcp", "idle", t.timed_out_idle.load(Ordering::Relaxed)),
+            (
+                "tcp",
+                "request",
+                t.timed_out_request.load(Ordering::Relaxed),
+            ),
+        ]
+    }
+
+    /// New QUIC clients answered with a Retry.
+    pub fn retries(&self) -> u64 {
+        Self::sum(&self.quic_retry)
+    }
+
     /// The Prometheus text exposition of the totals.
     pub fn render_prometheus(&self) -> String {
         use prometheus_client::encoding::text::encode;
@@ -152,22 +247,25 @@ impl Live {
             .set(Self::sum(&self.quic_open) as i64);
         open.get_or_create(&l(&[("stack", "tcp")]))
             .set(self.tcp.open.load(Ordering::Relaxed) as i64);
-        for (stack, reason, n) in [
-            ("quic", "full", Self::sum(&self.quic_refused)),
-            ("quic", "cca", Self::sum(&self.quic_refused_cca)),
-            ("quic", "garbage", Self::sum(&self.quic_garbage)),
-            ("tcp", "full", self.tcp.refused_full.load(Ordering::Relaxed)),
-            ("tcp", "cca", self.tcp.refused_cca.load(Ordering::Relaxed)),
-            (
-                "tcp",
-                "bad_request",
-                self.tcp.bad_requests.load(Ordering::Relaxed),
-            ),
-        ] {
+        for (stack, reason, n) in self.refused_by_reason() {
             refused
                 .get_or_create(&l(&[("stack", stack), ("reason", reason)]))
                 .inc_by(n);
         }
+        let timed_out = Family::<Vec<(String, String)>, Counter>::default();
+        for (stack, reason, n) in self.timed_out_by_reason() {
+            timed_out
+                .get_or_create(&l(&[("stack", stack), ("reason", reason)]))
+                .inc_by(n);
+        }
+        let retries = Family::<Vec<(String, String)>, Counter>::default();
+        retries
+            .get_or_create(&l(&[("stack", "quic")]))
+            .inc_by(self.retries());
+        let handshakes = Family::<Vec<(String, String)>, Gauge>::default();
+        handshakes
+            .get_or_create(&l(&[("stack", "quic")]))
+            .set(Self::sum(&self.quic_handshakes) as i64);
         for (v, sent, recv) in self.variant_bytes() {
             let name = crate::results::variant_name(v);
             bytes
@@ -207,6 +305,17 @@ impl Live {
             refused,
         );
         reg.register(
+            "retries",
+            "New QUIC clients answered with a Retry (address validation under load)",
+            retries,
+        );
+        reg.register(
+            "timed_out",
+            "Connections closed by a timeout, by reason (idle: the peer went silent; handshake: never completed; request: no complete request)",
+            timed_out,
+        );
+        reg.register("handshakes", "QUIC handshakes in progress now", handshakes);
+        reg.register(
             "bytes",
             "Application bytes by stack, variant (of the data sender: the server's CCA for sent, the client's DSCP marking for received) and direction; rate() gives per-variant rates",
             bytes,
@@ -245,7 +354,20 @@ impl WorkerApp {
         }
         let st = ep.endpoint_stats();
         self.live.quic_open[w].store(ep.connection_count() as u64, Ordering::Relaxed);
-        self.live.quic_refused[w].store(st.refused, Ordering::Relaxed);
+        let (handshakes, _) = ep.handshakes_in_progress();
+        let live = &self.live;
+        for (v, n) in [
+            (&live.quic_refused, st.refused),
+            (&live.quic_refused_handshakes, st.refused_handshakes),
+            (&live.quic_ignored, st.ignored),
+            (&live.quic_invalid_initial, st.accept_failed),
+            (&live.quic_retry, st.retry_sent),
+            (&live.quic_handshakes, handshakes as u64),
+            (&live.quic_timed_out_idle, st.timed_out_idle),
+            (&live.quic_timed_out_handshake, st.timed_out_handshake),
+        ] {
+            v[w].store(n, Ordering::Relaxed);
+        }
         self.live.quic_garbage[w].store(st.datagrams_dropped, Ordering::Relaxed);
         self.live.quic_refused_cca[w].store(self.inner.summary.refused_cca, Ordering::Relaxed);
     }
@@ -336,10 +458,17 @@ pub fn start(opts: &ServeOptions) -> anyhow::Result<Server> {
                 .endpoint()
                 .set_server(
                     opts.crypto.clone(),
-                    ConnectionOptions::with_cca(&opts.default_cca),
+                    ConnectionOptions {
+                        idle_timeout: opts.idle_timeout,
+                        // No time series: the server reports totals only
+                        // (one sample an hour keeps a connection's memory flat).
+                        stats_interval: Duration::from_secs(3600),
+                        ..ConnectionOptions::with_cca(&opts.default_cca)
+                    },
                 )
                 .map_err(|e| anyhow::anyhow!("--default-cca: {e}"))?;
-            let mut inner = BulkServer::new();
+            driver.endpoint().set_admission(opts.admission.clone());
+            let mut inner = BulkServer::new().with_max_reports(REPORTS_KEPT);
             if let Some(list) = opts.allow_cca.as_ref() {
                 inner = inner.with_allowed_ccas(list.clone());
             }
@@ -355,11 +484,11 @@ pub fn start(opts: &ServeOptions) -> anyhow::Result<Server> {
         }
         listener.set_nonblocking(true)?;
         let (live, stop, allowed) = (live.clone(), stop.clone(), allowed.clone());
-        let max = opts.max_connections;
+        let (max, idle) = (opts.max_connections, opts.idle_timeout);
         tcp_threads.push(
             std::thread::Builder::new()
                 .name("serve-tcp".into())
-                .spawn(move || accept_tcp(listener, live, stop, allowed, max))?,
+                .spawn(move || accept_tcp(listener, live, stop, allowed, max, idle))?,
         );
     }
     Ok(Server {
@@ -397,6 +526,7 @@ fn accept_tcp(
     stop: Arc<AtomicBool>,
     allowed: Arc<Option<Vec<String>>>,
     max: usize,
+    idle: Duration,
 ) {
     let mut conns: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
@@ -422,7 +552,7 @@ fn accept_tcp(
                                 .as_ref()
                                 .is_none_or(|l| l.iter().any(|a| a == c))
                         };
-                        if let Err(e) = tcp::serve_connection(stream, &ok, &stop, &live.tcp) {
+                        if let Err(e) = tcp::serve_connection(stream, &ok, &stop, &live.tcp, idle) {
                             tracing::info!(%peer, error = %e, "TCP connection ended");
                         }
                         live.tcp.open.fetch_sub(1, Ordering::Relaxed);

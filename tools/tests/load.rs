@@ -33,6 +33,8 @@ fn start(allow: Option<&[&str]>, max_connections: usize) -> Setup {
         allow_cca: allow.map(|l| l.iter().map(|s| s.to_string()).collect()),
         default_cca: "newreno".into(),
         max_connections,
+        admission: tollgate_transport::Admission::default(),
+        idle_timeout: Duration::from_secs(30),
     })
     .expect("serve");
     let opts = LoadOptions {

@@ -429,21 +429,33 @@ fn download(
     Ok(())
 }
 
+/// How long a TCP client has to send its whole request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The server side of one accepted TCP connection: read the request, then
 /// serve the download (with the requested congestion control, if `allowed`
-/// accepts it) or receive the upload, sending progress counts.
+/// accepts it) or receive the upload, sending progress counts. A client
+/// that sends no complete request within [`REQUEST_TIMEOUT`], or whose
+/// transfer makes no progress (nothing written to or read from the socket)
+/// for `idle`, is dropped and counted in `counters.timed_out_request` or
+/// `counters.timed_out_idle`.
 pub fn serve_connection(
     mut stream: TcpStream,
     allowed: &dyn Fn(&str) -> bool,
     stop: &AtomicBool,
     counters: &TcpServeCounters,
+    idle: Duration,
 ) -> Result<(), String> {
     stream
         .set_read_timeout(Some(TICK))
         .and_then(|()| stream.set_write_timeout(Some(TICK)))
         .map_err(|e| e.to_string())?;
     let mut head = Vec::with_capacity(64);
-    let give_up = Instant::now() + Duration::from_secs(5);
+    let give_up = Instant::now() + REQUEST_TIMEOUT;
+    let idle_out = |counters: &TcpServeCounters| {
+        counters.timed_out_idle.fetch_add(1, Ordering::Relaxed);
+        Err(format!("no progress for {idle:?}: client gone"))
+    };
     let (received, len) = loop {
         match Request::parse(&head) {
             tollgate_transport::bulk::RequestParse::Done(r, len) => break (r, len),
@@ -457,7 +469,11 @@ pub fn serve_connection(
                     Ok(0) => return Err("short request".into()),
                     Ok(k) => head.extend_from_slice(&b[..k]),
                     Err(e) if is_timeout(&e) => {
-                        if Instant::now() > give_up || stop.load(Ordering::Relaxed) {
+                        if stop.load(Ordering::Relaxed) {
+                            return Err("stopped".into());
+                        }
+                        if Instant::now() > give_up {
+                            counters.timed_out_request.fetch_add(1, Ordering::Relaxed);
                             return Err("request timed out".into());
                         }
                     }
@@ -483,6 +499,7 @@ pub fn serve_connection(
             let deadline = req.duration.map(|d| Instant::now() + d);
             let limit = req.size.unwrap_or(u64::MAX);
             let mut sent = 0u64;
+            let mut progress = Instant::now();
             while sent < limit && !stop.load(Ordering::Relaxed) {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
@@ -492,9 +509,14 @@ pub fn serve_connection(
                     Ok(0) => break,
                     Ok(k) => {
                         sent += k as u64;
+                        progress = Instant::now();
                         counters.bytes_sent.fetch_add(k as u64, Ordering::Relaxed);
                     }
-                    Err(e) if is_timeout(&e) => {}
+                    Err(e) if is_timeout(&e) => {
+                        if progress.elapsed() >= idle {
+                            return idle_out(counters);
+                        }
+                    }
                     // The client went away: its flow is over.
                     Err(_) => break,
                 }
@@ -507,6 +529,7 @@ pub fn serve_connection(
             let mut offset = len as u64;
             let mut buf = vec![0u8; CHUNK];
             let mut next_progress = Instant::now() + tollgate_transport::bulk::PROGRESS_INTERVAL;
+            let mut progress = Instant::now();
             loop {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
@@ -516,11 +539,16 @@ pub fn serve_connection(
                     Ok(k) => {
                         rx.on_chunk(offset, &buf[..k]);
                         offset += k as u64;
+                        progress = Instant::now();
                         counters
                             .bytes_received
                             .fetch_add(k as u64, Ordering::Relaxed);
                     }
-                    Err(e) if is_timeout(&e) => {}
+                    Err(e) if is_timeout(&e) => {
+                        if progress.elapsed() >= idle {
+                            return idle_out(counters);
+                        }
+                    }
                     Err(e) => return Err(e.to_string()),
                 }
                 if received.version >= 2 && Instant::now() >= next_progress {
@@ -550,6 +578,11 @@ pub struct TcpServeCounters {
     pub refused_cca: AtomicU64,
     /// Malformed requests.
     pub bad_requests: AtomicU64,
+    /// Connections dropped for sending no complete request in time.
+    pub timed_out_request: AtomicU64,
+    /// Connections dropped because their transfer made no progress for the
+    /// idle timeout (the client vanished).
+    pub timed_out_idle: AtomicU64,
     /// Transfers completed.
     pub transfers: AtomicU64,
     /// Bytes sent.
