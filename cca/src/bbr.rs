@@ -39,37 +39,18 @@
 //! signal; an idle sender's `app_limited` ACKs keep their samples out of the
 //! max filter unless larger).
 //!
-//! **Delivery-rate samples, computed internally.** The trait passes only
-//! `(packet number, bytes, bytes in flight, now)` at send time and
-//! `(packet number, bytes, sent_time, now)` at ACK time, so BBR keeps the
-//! per-packet send state of draft-cheng itself: at each send it records
-//! `delivered` (bytes acknowledged so far), `delivered_time` (when that
-//! count last changed), `first_sent_time` (send time of the packet whose ACK
-//! last advanced it) and whether it was sent during ProbeRTT (then its sample
-//! counts only if it raises `BtlBw`). When the ACK for that packet arrives:
-//!
-//! ```text
-//! interval = max(sent_time - first_sent_time, now - delivered_time)
-//! rate     = (delivered_now - delivered_at_send) / interval
-//! ```
-//!
-//! Samples whose interval is shorter than the minimum RTT are discarded (ACK
-//! compression), as Linux does. A round trip ends when a packet sent after the
-//! previous round ended (`delivered_at_send >= next_round_delivered`) is
-//! acknowledged.
-//!
-//! The records live in a **fixed ring of `ring` slots indexed by `packet
-//! number mod ring`** (default 1024, allocated once, so memory is bounded
-//! whatever the window). A slot is reused when its packet was acknowledged or
-//! is older than the largest acknowledged packet (lost or reordered: its
-//! sample is no longer wanted). If the slot still holds a newer in-flight
-//! packet (more than `ring` packets in flight), the new packet is simply not
-//! sampled (`unsampled_packets` in the stats); with `k * ring` packets in
-//! flight roughly one in `k` packets still yields a sample, which is plenty
-//! for a max filter. Drivers must call `on_packet_sent` for every packet.
+//! **Delivery-rate samples** come from the shared
+//! [`DeliverySampler`] (draft-cheng; a
+//! fixed ring of `ring` send records, see [`delivery`](crate::delivery));
+//! packets sent during ProbeRTT are marked app-limited, so their samples
+//! count only if they raise `BtlBw`. Samples whose interval is shorter than
+//! the minimum RTT are discarded (ACK compression), as Linux does. A round
+//! trip ends when a packet sent after the previous round ended
+//! (`delivered_at_send >= next_round_delivered`) is acknowledged.
 
 use std::time::Duration;
 
+use crate::delivery::DeliverySampler;
 use crate::registry::{Algorithm, Env};
 use crate::rng::{self, SimRng};
 use crate::spec::{Args, Kind, Param, SpecError};
@@ -246,27 +227,6 @@ impl BbrMode {
     }
 }
 
-/// Send state of one packet, for delivery-rate sampling.
-#[derive(Clone, Copy, Debug)]
-struct SendRecord {
-    /// Packet number, `u64::MAX` when the slot is free.
-    pn: u64,
-    sent_time: Time,
-    delivered: u64,
-    delivered_time: Time,
-    first_sent_time: Time,
-    app_limited: bool,
-}
-
-const FREE: SendRecord = SendRecord {
-    pn: u64::MAX,
-    sent_time: Time::ZERO,
-    delivered: 0,
-    delivered_time: Time::ZERO,
-    first_sent_time: Time::ZERO,
-    app_limited: false,
-};
-
 /// A delivery-rate sample.
 #[derive(Clone, Copy, Debug)]
 struct RateSample {
@@ -281,13 +241,7 @@ pub struct Bbr {
     config: BbrConfig,
     mss: u64,
     init_cwnd: u64,
-    ring: Vec<SendRecord>,
-    unsampled: u64,
-    // Delivery-rate sampling state (draft-cheng "C.").
-    delivered: u64,
-    delivered_time: Time,
-    first_sent_time: Time,
-    largest_acked: Option<u64>,
+    sampler: DeliverySampler,
     in_flight: u64,
     // Round counting.
     next_round_delivered: u64,
@@ -334,12 +288,7 @@ impl Bbr {
             config,
             mss: env.mss,
             init_cwnd: env.initial_window,
-            ring: vec![FREE; config.ring.max(1)],
-            unsampled: 0,
-            delivered: 0,
-            delivered_time: Time::ZERO,
-            first_sent_time: Time::ZERO,
-            largest_acked: None,
+            sampler: DeliverySampler::new(config.ring),
             in_flight: 0,
             next_round_delivered: 0,
             round_count: 0,
@@ -436,31 +385,20 @@ impl Bbr {
         self.cwnd = self.cwnd.max(self.prior_cwnd);
     }
 
-    /// Take the send record of `pn` out of the ring and compute its rate sample.
-    fn sample(&mut self, ack: &Ack) -> Option<RateSample> {
-        let slot = (ack.packet_number % self.ring.len() as u64) as usize;
-        let record = self.ring[slot];
-        if record.pn != ack.packet_number {
+    /// Count the ACK as delivered and compute its rate sample.
+    fn sample(&mut self, now: Time, ack: &Ack) -> Option<RateSample> {
+        let Some(sample) = self.sampler.on_ack(now, ack) else {
             self.round_start = false;
             return None;
-        }
-        self.ring[slot] = FREE;
-        self.first_sent_time = record.sent_time;
-        self.round_start = record.delivered >= self.next_round_delivered;
+        };
+        self.round_start = sample.packet.delivered >= self.next_round_delivered;
         if self.round_start {
-            self.next_round_delivered = self.delivered;
+            self.next_round_delivered = self.sampler.delivered();
             self.round_count += 1;
         }
-        let send_elapsed = record.sent_time.saturating_since(record.first_sent_time);
-        let ack_elapsed = self.delivered_time.saturating_since(record.delivered_time);
-        let interval = send_elapsed.max(ack_elapsed);
-        if interval.is_zero() || interval < ack.rtt.min {
-            return None;
-        }
-        let bytes = self.delivered - record.delivered;
         Some(RateSample {
-            rate: bytes as f64 / interval.as_secs_f64(),
-            app_limited: record.app_limited || ack.app_limited,
+            rate: sample.rate?,
+            app_limited: sample.app_limited,
         })
     }
 
@@ -569,7 +507,7 @@ impl Bbr {
             None if self.in_flight <= self.min_cwnd() => {
                 self.probe_rtt_done_stamp = Some(now + self.config.probe_rtt_duration);
                 self.probe_rtt_round_done = false;
-                self.next_round_delivered = self.delivered;
+                self.next_round_delivered = self.sampler.delivered();
             }
             Some(done) => {
                 if self.round_start {
@@ -610,7 +548,7 @@ impl Bbr {
         } else {
             if self.filled_pipe {
                 self.cwnd = (self.cwnd + acked).min(target);
-            } else if self.cwnd < target || self.delivered < self.init_cwnd {
+            } else if self.cwnd < target || self.sampler.delivered() < self.init_cwnd {
                 self.cwnd += acked;
             }
             self.cwnd = self.cwnd.max(self.min_cwnd());
@@ -631,48 +569,21 @@ impl CongestionControl for Bbr {
     }
 
     fn on_packet_sent(&mut self, now: Time, sent: &SentPacket) {
-        if sent.bytes_in_flight <= sent.bytes {
-            // The pipe was empty: restart the sampling intervals here.
-            self.first_sent_time = now;
-            self.delivered_time = now;
-        }
         self.in_flight = sent.bytes_in_flight;
-        let slot = (sent.packet_number % self.ring.len() as u64) as usize;
-        let occupant = self.ring[slot].pn;
-        let reusable = occupant == u64::MAX
-            || self
-                .largest_acked
-                .is_some_and(|largest| occupant <= largest);
-        if !reusable {
-            self.unsampled += 1;
-            return;
-        }
-        self.ring[slot] = SendRecord {
-            pn: sent.packet_number,
-            sent_time: now,
-            delivered: self.delivered,
-            delivered_time: self.delivered_time,
-            first_sent_time: self.first_sent_time,
-            app_limited: self.mode == BbrMode::ProbeRtt,
-        };
+        self.sampler
+            .on_packet_sent(now, sent, self.mode == BbrMode::ProbeRtt);
     }
 
     fn on_ack(&mut self, now: Time, ack: &Ack) {
         let prior_in_flight = self.in_flight;
         self.in_flight = self.in_flight.saturating_sub(ack.bytes);
-        self.delivered += ack.bytes;
-        self.delivered_time = now;
-        self.largest_acked = Some(
-            self.largest_acked
-                .map_or(ack.packet_number, |l| l.max(ack.packet_number)),
-        );
         let rtt = ack.rtt.latest;
         if !self.has_seen_rtt && !rtt.is_zero() {
             self.has_seen_rtt = true;
             self.pacing_rate = self.config.high_gain * self.init_cwnd as f64 / rtt.as_secs_f64();
         }
 
-        let sample = self.sample(ack);
+        let sample = self.sample(now, ack);
         if self.in_recovery
             && self
                 .recovery_start
@@ -782,7 +693,10 @@ impl CongestionControl for Bbr {
                     "probe_rtt_count",
                     StatValue::Num(self.probe_rtt_count as f64),
                 ),
-                ("unsampled_packets", StatValue::Num(self.unsampled as f64)),
+                (
+                    "unsampled_packets",
+                    StatValue::Num(self.sampler.unsampled() as f64),
+                ),
             ],
         }
     }

@@ -22,9 +22,11 @@
 //! | [`yeah`] | YeAH: Scalable/Reno modes, precautionary decongestion | Baiocchi et al., PFLDnet 2007 |
 //! | [`ledbat`] | LEDBAT: scavenger holding queueing delay at a target | RFC 6817 |
 //! | [`bbr`] | BBR v1: max-bandwidth / min-RTT model, pacing, gain cycling | Cardwell et al., ACM Queue 2016 |
+//! | [`bbr3`] | BBRv3: BBR with loss/ECN bounds, ProbeBW DOWN/CRUISE/REFILL/UP | draft-ietf-ccwg-bbr-06 |
 //! | [`cbr`] | CBR: paced at a constant rate, losses ignored (the unresponsive flood of fairness tests) | Tollgate |
 //!
-//! [`classic`] holds small helpers the classic variants share.
+//! [`classic`] holds small helpers the classic variants share; [`delivery`]
+//! the delivery-rate sampler both BBRs use.
 //!
 //! Algorithms are built from spec strings such as `taxed(cubic, tau=0.025)` by
 //! the [`registry`]; see [`registry::ALGORITHMS`] for every name, parameter and
@@ -41,11 +43,13 @@ use std::fmt;
 use std::time::Duration;
 
 pub mod bbr;
+pub mod bbr3;
 pub mod bic;
 pub mod capprobe;
 pub mod cbr;
 pub mod classic;
 pub mod cubic;
+pub mod delivery;
 pub mod detector;
 pub mod highspeed;
 pub mod htcp;

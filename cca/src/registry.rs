@@ -44,7 +44,7 @@
 //!     }
 //! }
 //!
-//! /// A base id no built-in algorithm uses (they take 1..=16).
+//! /// A base id no built-in algorithm uses (they take 1..=17).
 //! const VARIANT: VariantId = match VariantId::from_dscp(30) {
 //!     Some(id) => id,
 //!     None => panic!(),
@@ -167,6 +167,7 @@ pub static ALGORITHMS: &[&Algorithm] = &[
     &crate::yeah::ALGORITHM,
     &crate::ledbat::ALGORITHM,
     &crate::bbr::ALGORITHM,
+    &crate::bbr3::ALGORITHM,
     &crate::cbr::ALGORITHM,
 ];
 
@@ -236,7 +237,7 @@ fn spec_name(name: &str) -> bool {
 /// The name must be new and fit a spec string; a non-wrapping algorithm's
 /// variant id (its DSCP codepoint when flows are marked) must be a base id
 /// (`1..=31`) that no other algorithm uses: built-in ids are stable and never
-/// reused, and `1..=16` are taken. The instances the builder returns should
+/// reused, and `1..=17` are taken. The instances the builder returns should
 /// report the same id from [`CongestionControl::variant`]: that, not the
 /// entry, is what marks packets. Registering the same entry again is a
 /// no-op, so tests and examples may each register it.

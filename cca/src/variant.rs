@@ -53,6 +53,8 @@ impl VariantId {
     pub const BBR: VariantId = VariantId(15);
     /// CBR, the constant-rate unresponsive flood.
     pub const CBR: VariantId = VariantId(16);
+    /// BBRv3 (draft-ietf-ccwg-bbr).
+    pub const BBR3: VariantId = VariantId(17);
 
     /// The id for a DSCP codepoint (`None` if it does not fit in 6 bits).
     pub const fn from_dscp(dscp: u8) -> Option<VariantId> {
