@@ -335,6 +335,7 @@ fn every_discipline_has_exact_packet_accounting() {
         ("fq", ""),
         ("codel", ""),
         ("fq_codel", ""),
+        ("dualpi2", ""),
     ] {
         let text = format!(
             r#"
