@@ -38,6 +38,8 @@ const CROWD: usize = 40;
 const STALLED: usize = 32;
 /// Clients that start a transfer and vanish.
 const VANISH: usize = 6;
+/// TCP downloads whose clients stop reading.
+const TCP_STUCK: usize = 2;
 /// Real Initials from clients that never answer.
 const HALF_OPEN: u64 = 2000;
 /// The server's peak RSS must stay below this. Measured (debug build, 2
@@ -47,6 +49,7 @@ const RSS_LIMIT_KB: u64 = 128 * 1024;
 /// goodput alone, must be at least this.
 const GOODPUT_FRACTION: f64 = 0.3;
 const SERVER_NAME: &str = "tollgate";
+const TCP_IDLE: &str = "tollgate_serve_timed_out_total{stack=\"tcp\",reason=\"idle\"}";
 
 fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tollgate-{tag}-{}", std::process::id()));
@@ -617,6 +620,20 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     }
     let vanish_retries: u64 = vanish.iter().map(|p| p.retries).sum();
     drop(vanish);
+    // Over TCP: downloads whose clients stop reading (the server's writes
+    // make no progress once the socket buffers are full).
+    let stuck: Vec<std::net::TcpStream> = (0..TCP_STUCK)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(server).unwrap();
+            let req = Request {
+                mode: Mode::Download,
+                size: None,
+                duration: Some(Duration::from_secs(60)),
+            };
+            s.write_all(&req.encode()).unwrap();
+            s
+        })
+        .collect();
 
     // (e) Real Initials of clients that never answer, from 256 ports.
     let half_open = spray(server, initials.into_iter(), 256, 4);
@@ -633,6 +650,7 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     let known_accepted = crowd_connected + stalled_accepted + VANISH as u64;
     let end = serve.wait_for(Duration::from_secs(10), |m| {
         m.timed_out("idle") - base.timed_out("idle") >= VANISH as u64
+            && m.get(TCP_IDLE) >= TCP_STUCK as u64
             && m.handshakes() == 0
             && m.timed_out("handshake") - base.timed_out("handshake")
                 + crowd_connected
@@ -655,7 +673,7 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
          held, {stalled_refused} refused, {stalled_retries} retries; refused in all: full {}, \
          handshake_limit {}; vanish retries {vanish_retries}; \
          half-open {half_open} sent: {half_open_accepted} accepted, {half_open_retried} retried, \
-         timed out (handshake) {}; vanished {VANISH}: timed out (idle) {}; test so far {:.1} s",
+         timed out (handshake) {}; vanished {VANISH}: timed out (idle) {}; TCP stuck {TCP_STUCK}: timed out (idle) {}; test so far {:.1} s",
         goodput_alone / 1e6,
         goodput_flood / 1e6,
         100.0 * goodput_flood / goodput_alone,
@@ -667,6 +685,7 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
         d(&|m| m.refused("handshake_limit")),
         d(&|m| m.timed_out("handshake")),
         d(&|m| m.timed_out("idle")),
+        end.get(TCP_IDLE),
         t_test.elapsed().as_secs_f64(),
     );
 
@@ -711,6 +730,8 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     assert_eq!(end.handshakes(), 0);
     // Vanished clients: closed by the idle timeout.
     assert_eq!(d(&|m| m.timed_out("idle")), VANISH as u64);
+    assert_eq!(end.get(TCP_IDLE), TCP_STUCK as u64);
+    drop(stuck);
     // The metrics endpoint's own counters are exported.
     assert_eq!(end.get("tollgate_serve_metrics_http_refused_total"), 0);
     // Bounded memory, and the well-behaved client kept going.
