@@ -23,6 +23,7 @@
 //! | [`ledbat`] | LEDBAT: scavenger holding queueing delay at a target | RFC 6817 |
 //! | [`bbr`] | BBR v1: max-bandwidth / min-RTT model, pacing, gain cycling | Cardwell et al., ACM Queue 2016 |
 //! | [`bbr3`] | BBRv3: BBR with loss/ECN bounds, ProbeBW DOWN/CRUISE/REFILL/UP | draft-ietf-ccwg-bbr-06 |
+//! | [`prague`] | Prague: L4S scalable ECN response (DCTCP alpha), RTT independence below 25 ms | draft-briscoe-iccrg-prague-congestion-control-04, RFC 9331 |
 //! | [`cbr`] | CBR: paced at a constant rate, losses ignored (the unresponsive flood of fairness tests) | Tollgate |
 //!
 //! [`classic`] holds small helpers the classic variants share; [`delivery`]
@@ -60,6 +61,7 @@ pub mod ledbat;
 pub mod libra;
 pub mod model;
 pub mod newreno;
+pub mod prague;
 pub mod registry;
 pub mod rng;
 pub mod scalable;
@@ -238,6 +240,26 @@ pub trait CongestionControl: Send + fmt::Debug {
 
     /// Loss or ECN-CE was detected.
     fn on_congestion_event(&mut self, now: Time, event: &CongestionEvent);
+
+    /// The peer's ECN counts grew: of the packets it reports received since
+    /// the last report, `acked_ect` carried an ECN-capable codepoint (ECT(0),
+    /// ECT(1) or CE) and `ce` of them arrived marked CE. QUIC senders call it
+    /// once per ACK frame whose ECN counts they examine (RFC 9000 §13.4.2),
+    /// after that frame's [`on_ack_batch_end`](Self::on_ack_batch_end) and
+    /// before its [`on_congestion_event`](Self::on_congestion_event) for the
+    /// CE marks. A scalable algorithm computes the fraction of marked packets
+    /// from the two; the default ignores them.
+    fn on_ecn_counts(&mut self, now: Time, acked_ect: u64, ce: u64) {
+        let _ = (now, acked_ect, ce);
+    }
+
+    /// Whether the algorithm responds to the fraction of CE marks rather
+    /// than halving on any (L4S, RFC 9331): the sender then marks its packets
+    /// ECT(1), which an L4S queue (DualPI2) classifies into its low-latency
+    /// queue. `false` (ECT(0), the classic response) by default.
+    fn l4s(&self) -> bool {
+        false
+    }
 
     /// The maximum datagram size changed to `mss` bytes.
     fn on_mtu_change(&mut self, now: Time, mss: u64);

@@ -168,6 +168,7 @@ pub static ALGORITHMS: &[&Algorithm] = &[
     &crate::ledbat::ALGORITHM,
     &crate::bbr::ALGORITHM,
     &crate::bbr3::ALGORITHM,
+    &crate::prague::ALGORITHM,
     &crate::cbr::ALGORITHM,
 ];
 

@@ -282,6 +282,14 @@ impl CongestionControl for Taxed {
         self.base.on_congestion_event(now, event);
     }
 
+    fn on_ecn_counts(&mut self, now: Time, acked_ect: u64, ce: u64) {
+        self.base.on_ecn_counts(now, acked_ect, ce);
+    }
+
+    fn l4s(&self) -> bool {
+        self.base.l4s()
+    }
+
     fn on_mtu_change(&mut self, now: Time, mss: u64) {
         self.base.on_mtu_change(now, mss);
     }

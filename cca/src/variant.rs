@@ -55,6 +55,8 @@ impl VariantId {
     pub const CBR: VariantId = VariantId(16);
     /// BBRv3 (draft-ietf-ccwg-bbr).
     pub const BBR3: VariantId = VariantId(17);
+    /// Prague (draft-briscoe-iccrg-prague-congestion-control, L4S).
+    pub const PRAGUE: VariantId = VariantId(18);
 
     /// The id for a DSCP codepoint (`None` if it does not fit in 6 bits).
     pub const fn from_dscp(dscp: u8) -> Option<VariantId> {
