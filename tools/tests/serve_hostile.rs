@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use tollgate_transport::bulk::{BulkClient, BulkResult, Mode, Request};
+use tollgate_transport::bulk::{pattern_slice, BulkClient, BulkResult, Mode, Request};
 use tollgate_transport::driver::{spawn, UdpIo};
 use tollgate_transport::{
     CloseReason, ConnectionHandle, ConnectionOptions, Dir, Driver, Endpoint, EndpointOptions,
@@ -34,6 +34,8 @@ const RETRY_THRESHOLD: usize = 4;
 const GARBAGE: u64 = 4000;
 /// Real clients that want to stay connected (more than MAX_CONNECTIONS).
 const CROWD: usize = 40;
+/// Clients that try one after another once the crowd holds every slot.
+const PROBES: usize = 4;
 /// Clients that start their handshake and stall (more than MAX_HANDSHAKES).
 const STALLED: usize = 32;
 /// Clients that start a transfer and vanish.
@@ -237,8 +239,12 @@ impl Good {
         self.progress.load(Ordering::Relaxed)
     }
 
-    fn finish(self) -> BulkResult {
-        self.thread.join().unwrap().unwrap().1.result
+    /// The result, and when the transfer's data ended.
+    fn finish(self) -> (BulkResult, Instant) {
+        let app = self.thread.join().unwrap().unwrap().1;
+        let connected = app.connected_at().expect("connected");
+        let end = connected + app.result.elapsed;
+        (app.result, end)
     }
 }
 
@@ -257,6 +263,9 @@ struct Peer {
     /// The transfer's stream and the bytes moved on it.
     stream: Option<StreamId>,
     moved: u64,
+    /// When to send the next keep-alive (a one-byte unidirectional stream,
+    /// which the server stops): set for clients that hold a connection.
+    keepalive: Option<Instant>,
     /// Flights this client may still send (`None`: any): a stalled client
     /// sends its first flight, and one more per Retry, then nothing.
     allowance: Option<u32>,
@@ -290,6 +299,18 @@ impl Peer {
             stream: None,
             moved: 0,
             allowance: None,
+            keepalive: None,
+        }
+    }
+
+    /// A client that holds its connection once it has it.
+    fn holding(
+        server: SocketAddr,
+        crypto: Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
+    ) -> Peer {
+        Peer {
+            keepalive: Some(Instant::now()),
+            ..Peer::connect(server, crypto)
         }
     }
 
@@ -330,6 +351,15 @@ impl Peer {
             }
         }
         self.ep.handle_timeout(now);
+        if let (true, Some(at)) = (self.connected, self.keepalive) {
+            if now >= at {
+                self.keepalive = Some(now + Duration::from_millis(400));
+                if let Ok(Some(id)) = self.ep.open(self.ch, Dir::Uni) {
+                    let _ = self.ep.write(self.ch, id, b"k");
+                    let _ = self.ep.finish(self.ch, id);
+                }
+            }
+        }
         while let Some(ev) = self.ep.poll_event() {
             match &ev {
                 Event::Connected(_) => self.connected = true,
@@ -468,14 +498,16 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     let server = serve.addr;
 
     // The well-behaved client alone: a 2 s download.
-    let alone = Good::start(&dir, server, 2).finish();
+    let (alone, _) = Good::start(&dir, server, 2).finish();
     assert_eq!(alone.error, None, "{alone:?}");
     let rss_alone_kb = serve.peak_rss_kb();
     let goodput_alone = alone.goodput_bps();
     assert!(goodput_alone > 0.0);
 
+    let crypto = client_crypto(&dir);
+    let initials = half_open_initials(server, &dir, HALF_OPEN);
     // The same client again, for long enough to outlast the flood (about
-    // 3.5 s here).
+    // 3.5 s here; if the flood lasts longer, its first 8 s are compared).
     let good = Good::start(&dir, server, 8);
     let t = Instant::now();
     while good.bytes() == 0 {
@@ -485,8 +517,6 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let crypto = client_crypto(&dir);
-    let initials = half_open_initials(server, &dir, HALF_OPEN);
     let base = serve.wait_for(Duration::from_secs(3), |m| m.accepted() == 2);
     assert_eq!(base.accepted(), 2, "the two good connections");
     let (flood_start, bytes_start) = (Instant::now(), good.bytes());
@@ -505,7 +535,7 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
             && t.elapsed() >= Duration::from_millis(100) * (crowd.len() / 8) as u32
         {
             for _ in 0..8 {
-                crowd.push(Peer::connect(server, crypto.clone()));
+                crowd.push(Peer::holding(server, crypto.clone()));
             }
         }
         for p in &mut crowd {
@@ -522,6 +552,22 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
         others.is_empty(),
         "crowd clients closed otherwise: {others:?}"
     );
+    // The server is full now: one more client after another is refused.
+    let mut probes_refused = 0;
+    for _ in 0..PROBES {
+        let mut probe = Peer::connect(server, crypto.clone());
+        let t = Instant::now();
+        while !probe.resolved() {
+            probe.pump(|_, _| {});
+            for p in &mut crowd {
+                p.pump(|_, _| {});
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "probe unresolved");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        probes_refused += u64::from(probe.refused);
+    }
+    assert_eq!(probes_refused, PROBES as u64, "a full server refuses");
     let peak_open = serve.scrape().open();
     // Leave cleanly.
     for p in &mut crowd {
@@ -568,7 +614,6 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
         .map(|_| Peer::connect(server, crypto.clone()))
         .collect();
     let t = Instant::now();
-    let upload_chunk = vec![0u8; 16 * 1024];
     while vanish.iter().any(|p| p.moved < 256 * 1024) {
         for (i, p) in vanish.iter_mut().enumerate() {
             let upload = i % 2 == 1;
@@ -595,9 +640,9 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
                 _ => {}
             });
             if let (true, Some(id)) = (upload, p.stream) {
-                // The pattern check fails on zeros, which does not matter:
-                // the client vanishes before its upload ends.
-                while let Ok(n) = p.ep.write(p.ch, id, &upload_chunk) {
+                // The pattern the server checks every byte against.
+                let chunk = |moved| pattern_slice(moved, 16 * 1024);
+                while let Ok(n) = p.ep.write(p.ch, id, chunk(p.moved)) {
                     if n == 0 {
                         break;
                     }
@@ -638,12 +683,6 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     // (e) Real Initials of clients that never answer, from 256 ports.
     let half_open = spray(server, initials.into_iter(), 256, 4);
     let (flood_end, bytes_end) = (Instant::now(), good.bytes());
-    assert!(
-        !good.thread.is_finished(),
-        "the flood outlasted the well-behaved download: no goodput to compare"
-    );
-    let flood_secs = (flood_end - flood_start).as_secs_f64();
-    let goodput_flood = (bytes_end - bytes_start) as f64 * 8.0 / flood_secs;
 
     // Let the vanished clients and the half-open handshakes time out
     // (idle 2 s, handshake 1 s).
@@ -657,8 +696,10 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
                 + VANISH as u64
                 == m.accepted() - base.accepted()
     });
-    let good = good.finish();
+    let (good, good_end) = good.finish();
     assert_eq!(good.error, None, "the well-behaved client: {good:?}");
+    let flood_secs = (flood_end.min(good_end) - flood_start).as_secs_f64();
+    let goodput_flood = (bytes_end - bytes_start) as f64 * 8.0 / flood_secs;
     let rss_kb = serve.peak_rss_kb();
     let d = |f: &dyn Fn(&Metrics) -> u64| f(&end) - f(&base);
     let garbage_counted = d(&|m| m.refused("garbage")) + d(&|m| m.refused("invalid_initial"));
@@ -669,7 +710,7 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
         "flood {flood_secs:.1} s; goodput alone {:.1} Mbit/s, during the flood {:.1} Mbit/s ({:.0} %); \
          peak RSS {} MiB (after the download alone {} MiB); garbage {sprayed} sent, {garbage_counted} counted \
          (garbage {}, invalid_initial {}); crowd of {CROWD}: {crowd_connected} connected, \
-         {crowd_refused} refused, {crowd_retries} retries; stalled {STALLED}: {stalled_accepted} \
+         {crowd_refused} refused, {crowd_retries} retries, then {probes_refused} of {PROBES} refused; stalled {STALLED}: {stalled_accepted} \
          held, {stalled_refused} refused, {stalled_retries} retries; refused in all: full {}, \
          handshake_limit {}; vanish retries {vanish_retries}; \
          half-open {half_open} sent: {half_open_accepted} accepted, {half_open_retried} retried, \
@@ -702,7 +743,7 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     assert_eq!(crowd_connected + crowd_refused, CROWD as u64);
     assert_eq!(
         refused,
-        crowd_refused + stalled_refused,
+        crowd_refused + probes_refused + stalled_refused,
         "refusals counted = refusals seen"
     );
     // Stalled handshakes: at most MAX_HANDSHAKES held at once.
@@ -712,8 +753,8 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
         "the handshake cap refused the stalled clients beyond it"
     );
     assert!(
-        d(&|m| m.refused("full")) >= 1,
-        "the connection limit was reached"
+        d(&|m| m.refused("full")) >= PROBES as u64,
+        "the connection limit refused the probes"
     );
     assert!(peak_open <= MAX_CONNECTIONS as u64);
     // Half-open flood: each Initial accepted (at most RETRY_THRESHOLD at a
@@ -742,6 +783,8 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     );
     // The final summary has the same counts.
     let summary = serve.stop();
+    eprintln!("{summary}");
+    assert!(summary.contains(" 0 mismatched"), "{summary}");
     assert!(
         summary.contains(&format!("quic full {}", end.refused("full"))),
         "{summary}"
