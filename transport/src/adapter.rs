@@ -14,6 +14,8 @@
 //! | `on_ack(now, sent, bytes, app_limited, rtt)` | `on_ack` | sequence number recovered from `sent` (below); `rtt.latest = now - sent` |
 //! | `on_end_acks(now, in_flight, app_limited, largest)` | `on_ack_batch_end` | `largest_acked` is the largest adapter sequence number acked in the batch |
 //! | `on_congestion_event(now, sent, persistent, lost)` | `on_congestion_event` | `lost == 0 && !persistent` is ECN-CE, otherwise loss |
+//! | `on_ecn(now, ect_ce_increase, ce_increase)` | `on_ecn_counts` | the peer's ECN counts from an ACK frame, before its CE congestion event (a Tollgate patch of quinn-proto, see `transport/vendor/README.md`) |
+//! | `ecn_codepoint()` | `l4s()` | ECT(1) for an L4S algorithm (Prague), ECT(0) otherwise (same patch) |
 //! | `on_mtu_update(mtu)` | `on_mtu_change` | quinn gives no `now`; the latest time seen is used |
 //! | `window()` / `metrics()` | `window()` / `stats()` | pacing rate reported to qlog in bit/s |
 //!
@@ -46,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use quinn_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
-use quinn_proto::RttEstimator;
+use quinn_proto::{EcnCodepoint, RttEstimator};
 use tollgate_cca::{
     Ack, AckBatch, CongestionControl, CongestionEvent, CongestionKind, Env, RttSample, SentPacket,
     SpecError, Stats, Time, VariantId,
@@ -83,6 +85,8 @@ pub struct CcaCore {
     rtt_us: Histogram<u64>,
     congestion_events: u64,
     ecn_events: u64,
+    ecn_ect_reported: u64,
+    ecn_ce_reported: u64,
     lost_bytes: u64,
     acked_bytes: u64,
     unmatched_acks: u64,
@@ -105,6 +109,11 @@ pub struct CcaSnapshot {
     pub loss_events: u64,
     /// Congestion events caused by ECN-CE.
     pub ecn_events: u64,
+    /// Packets the peer's ACK frames reported received ECN-capable
+    /// (ECT(0), ECT(1) or CE), as passed to the algorithm's `on_ecn_counts`.
+    pub ecn_ect_reported: u64,
+    /// Of those, packets reported CE-marked.
+    pub ecn_ce_reported: u64,
     /// Bytes declared lost.
     pub lost_bytes: u64,
     /// Bytes newly acknowledged.
@@ -134,6 +143,8 @@ impl CcaCore {
             rtt_us: new_rtt_histogram(),
             congestion_events: 0,
             ecn_events: 0,
+            ecn_ect_reported: 0,
+            ecn_ce_reported: 0,
             lost_bytes: 0,
             acked_bytes: 0,
             unmatched_acks: 0,
@@ -296,6 +307,13 @@ impl CcaCore {
         );
     }
 
+    fn on_ecn(&mut self, now: Instant, ect_ce_increase: u64, ce_increase: u64) {
+        let t = self.time(now);
+        self.ecn_ect_reported += ect_ce_increase;
+        self.ecn_ce_reported += ce_increase;
+        self.cca.on_ecn_counts(t, ect_ce_increase, ce_increase);
+    }
+
     /// The environment the algorithm is built for.
     fn env(&self) -> Env {
         Env::with_mss(self.mss).with_link_rate(self.link_rate_bps)
@@ -337,6 +355,8 @@ impl CcaCore {
             bytes_in_flight: self.in_flight,
             loss_events: self.congestion_events,
             ecn_events: self.ecn_events,
+            ecn_ect_reported: self.ecn_ect_reported,
+            ecn_ce_reported: self.ecn_ce_reported,
             lost_bytes: self.lost_bytes,
             acked_bytes: self.acked_bytes,
             unmatched_acks: self.unmatched_acks,
@@ -481,6 +501,17 @@ impl Controller for CcaController {
         self.handle
             .lock()
             .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
+    }
+
+    fn on_ecn(&mut self, now: Instant, ect_ce_increase: u64, ce_increase: u64) {
+        self.handle.lock().on_ecn(now, ect_ce_increase, ce_increase);
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        match self.handle.lock().cca.l4s() {
+            true => EcnCodepoint::Ect1,
+            false => EcnCodepoint::Ect0,
+        }
     }
 
     fn on_mtu_update(&mut self, new_mtu: u16) {

@@ -262,7 +262,7 @@
 //! spec string then accepts its name, with parameters, alone or inside
 //! `taxed(...)`. The variant id is what [`ConnectionOptions::mark_dscp`] puts
 //! in the DSCP field: take a base id (`1..=31`) that no built-in algorithm
-//! uses (`1..=16` are taken).
+//! uses (`1..=18` are taken).
 //!
 //! ```
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -415,7 +415,9 @@
 //! second packet for the whole connection, silently; and it finds the bytes
 //! of each STREAM frame by walking the stream's whole send buffer, one
 //! segment per packet in flight for a bulk sender, which dominated 10 Gbit/s
-//! runs. The workspace builds a vendored copy with both fixed
+//! runs; and it always sends ECT(0) and tells a controller nothing of the
+//! peer's ECN counts, which an L4S algorithm (Prague) needs. The workspace
+//! builds a vendored copy with both fixed and the ECN hooks added
 //! (`[patch.crates-io]` in the root
 //! `Cargo.toml`; a project that depends on this crate copies that entry into
 //! its own root `Cargo.toml`, see the crate's README); `vendor/README.md` in

@@ -1,6 +1,6 @@
 //! Logic for controlling the rate at which data is sent
 
-use crate::Instant;
+use crate::{EcnCodepoint, Instant};
 use crate::connection::RttEstimator;
 use std::any::Any;
 use std::sync::Arc;
@@ -58,6 +58,25 @@ pub trait Controller: Send + Sync {
         is_persistent_congestion: bool,
         lost_bytes: u64,
     );
+
+    /// The peer's ECN counts for a packet number space grew
+    ///
+    /// Called for each ACK frame whose ECN counts are examined (those that newly acknowledge the
+    /// largest packet yet), after they pass validation and before any `on_congestion_event` for
+    /// the CE marks they report. `ect_ce_increase` is the increase of the ECT(0), ECT(1) and CE
+    /// counts together since the last such ACK frame of that space, `ce_increase` the increase of
+    /// the CE count alone: their ratio is the fraction of marked packets that a scalable
+    /// controller (RFC 9331) responds to.
+    #[allow(unused_variables)]
+    fn on_ecn(&mut self, now: Instant, ect_ce_increase: u64, ce_increase: u64) {}
+
+    /// The ECN codepoint for outgoing packets while the path uses ECN
+    ///
+    /// ECT(0) by default. A controller that responds to the fraction of CE marks rather than
+    /// to their presence (L4S, RFC 9331) returns ECT(1). Any other value is sent as ECT(0).
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::Ect0
+    }
 
     /// The known MTU for the current network path has been updated
     fn on_mtu_update(&mut self, new_mtu: u16);

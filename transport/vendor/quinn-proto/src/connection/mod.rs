@@ -1007,11 +1007,7 @@ impl Connection {
         Some(Transmit {
             destination: self.path.remote,
             size: buf.len(),
-            ecn: if self.path.sending_ecn {
-                Some(EcnCodepoint::Ect0)
-            } else {
-                None
-            },
+            ecn: self.ecn_codepoint(),
             segment_size: match num_datagrams {
                 1 => None,
                 _ => Some(segment_size),
@@ -1505,8 +1501,11 @@ impl Connection {
         }
 
         let mut ack_eliciting_acked = false;
+        let (mut taken, mut taken_ect1) = (0, 0);
         for packet in newly_acked.elts() {
             if let Some(info) = self.spaces[space].take(packet) {
+                taken += 1;
+                taken_ect1 += u64::from(info.ect1);
                 if let Some(acked) = info.largest_acked {
                     // Assume ACKs for all packets below the largest acknowledged in `packet` have
                     // been received. This can cause the peer to spuriously retransmit if some of
@@ -1572,7 +1571,13 @@ impl Connection {
                 // reordering.
                 if new_largest {
                     let sent = self.spaces[space].largest_acked_packet_sent;
-                    self.process_ecn(now, space, newly_acked.len() as u64, ecn, sent);
+                    let sent_ect1 = match taken_ect1 {
+                        0 => Some(false),
+                        n if n == taken => Some(true),
+                        _ => None,
+                    };
+                    let newly_acked = newly_acked.len() as u64;
+                    self.process_ecn(now, space, newly_acked, sent_ect1, ecn, sent);
                 }
             } else {
                 // We always start out sending ECN, so any ack that doesn't acknowledge it disables it.
@@ -1591,10 +1596,11 @@ impl Connection {
         now: Instant,
         space: SpaceId,
         newly_acked: u64,
+        sent_ect1: Option<bool>,
         ecn: frame::EcnCounts,
         largest_sent_time: Instant,
     ) {
-        match self.spaces[space].detect_ecn(newly_acked, ecn) {
+        match self.spaces[space].detect_ecn(newly_acked, sent_ect1, ecn) {
             Err(e) => {
                 debug!("halting ECN due to verification failure: {}", e);
                 self.path.sending_ecn = false;
@@ -1602,8 +1608,13 @@ impl Connection {
                 // future attempts to use ECN on new paths.
                 self.spaces[space].ecn_feedback = frame::EcnCounts::ZERO;
             }
-            Ok(false) => {}
-            Ok(true) => {
+            Ok((ect_ce_increase, ce_increase)) => {
+                self.path
+                    .congestion
+                    .on_ecn(now, ect_ce_increase, ce_increase);
+                if ce_increase == 0 {
+                    return;
+                }
                 self.stats.path.congestion_events += 1;
                 self.path
                     .congestion
@@ -3676,6 +3687,17 @@ impl Connection {
             .filter_map(|&t| Some((t, self.timers.get(t)?)))
             .min_by_key(|&(_, time)| time)
             .is_none_or(|(timer, _)| timer == Timer::Idle)
+    }
+
+    /// The ECN codepoint for outgoing packets, if the path uses ECN
+    fn ecn_codepoint(&self) -> Option<EcnCodepoint> {
+        match self.path.sending_ecn {
+            true => Some(match self.path.congestion.ecn_codepoint() {
+                EcnCodepoint::Ect1 => EcnCodepoint::Ect1,
+                _ => EcnCodepoint::Ect0,
+            }),
+            false => None,
+        }
     }
 
     /// Whether explicit congestion notification is in use on outgoing packets.

@@ -4,7 +4,7 @@ use tracing::{debug, trace, trace_span};
 
 use super::{Connection, SentFrames, spaces::SentPacket};
 use crate::{
-    ConnectionId, Instant, TransportError, TransportErrorCode,
+    ConnectionId, EcnCodepoint, Instant, TransportError, TransportErrorCode,
     connection::ConnectionSide,
     frame::{self, Close, FrameStruct},
     packet::{FIXED_BIT, Header, InitialHeader, LongType, PacketNumber, PartialEncode, SpaceId},
@@ -229,6 +229,7 @@ impl PacketBuilder {
             time_sent: now,
             size,
             ack_eliciting,
+            ect1: conn.ecn_codepoint() == Some(EcnCodepoint::Ect1),
             retransmits: sent.retransmits,
             stream_frames: sent.stream_frames,
         };

@@ -171,12 +171,17 @@ impl PacketSpace {
         SendableFrames { acks, other }
     }
 
-    /// Verifies sanity of an ECN block and returns whether congestion was encountered.
+    /// Verifies sanity of an ECN block and returns the increases of the ECT(0), ECT(1) and CE
+    /// counts together and of the CE count alone (congestion was encountered if the latter is
+    /// not zero). `sent_ect1` says whether the newly acknowledged packets were all sent with
+    /// ECT(1) (`Some(true)`), none of them (`Some(false)`), or some (`None`: the controller
+    /// changed its codepoint).
     pub(super) fn detect_ecn(
         &mut self,
         newly_acked: u64,
+        sent_ect1: Option<bool>,
         ecn: frame::EcnCounts,
-    ) -> Result<bool, &'static str> {
+    ) -> Result<(u64, u64), &'static str> {
         let ect0_increase = ecn
             .ect0
             .checked_sub(self.ecn_feedback.ect0)
@@ -193,7 +198,14 @@ impl PacketSpace {
         if total_increase < newly_acked {
             return Err("ECN bleaching");
         }
-        if (ect0_increase + ce_increase) < newly_acked || ect1_increase != 0 {
+        // The codepoint sent (or CE) must account for the newly acknowledged packets, and the
+        // other one must not grow. Packets of both: the check above alone.
+        let (sent_increase, other_increase) = match sent_ect1 {
+            Some(false) => (ect0_increase, ect1_increase),
+            Some(true) => (ect1_increase, ect0_increase),
+            None => (newly_acked, 0),
+        };
+        if (sent_increase + ce_increase) < newly_acked || other_increase != 0 {
             return Err("ECN corruption");
         }
         // If total_increase > newly_acked (which happens when ACKs are lost), this is required by
@@ -201,7 +213,7 @@ impl PacketSpace {
         // to count CE packets as CE or ECT0. Recording them as CE is more consistent and keeps the
         // congestion check obvious.
         self.ecn_feedback = ecn;
-        Ok(ce_increase != 0)
+        Ok((total_increase, ce_increase))
     }
 
     /// Stop tracking sent packet `number`, and return what we knew about it
@@ -291,6 +303,8 @@ pub(super) struct SentPacket {
     pub(super) size: u16,
     /// Whether an acknowledgement is expected directly in response to this packet.
     pub(super) ack_eliciting: bool,
+    /// Whether the packet was sent with ECT(1) rather than ECT(0) (or no ECN)
+    pub(super) ect1: bool,
     /// The largest packet number acknowledged by this packet
     pub(super) largest_acked: Option<u64>,
     /// Data which needs to be retransmitted in case the packet is lost.
