@@ -69,7 +69,7 @@ pub struct SimArgs {
     /// Threads per run (default: the cores available). The emulator splits
     /// the network into logical processes synchronised by the shortest
     /// delay between them, so results are identical for any N; only the wall
-    /// time changes (docs/emulator.md, "Threads").
+    /// time changes (tools/README.md, "How the emulator works").
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
 }
