@@ -346,9 +346,18 @@ fn markdown(info: &ReportInfo, results: &[Judged<'_>]) -> String {
         if let Some(f) = &m.findings {
             let _ = writeln!(md, "\n{}", f.trim());
         }
-        let _ = writeln!(md, "\n![{}]({}/rows.svg)", exp.name, exp.name);
+        if rows.iter().any(plotted) {
+            let _ = writeln!(md, "\n![{}]({}/rows.svg)", exp.name, exp.name);
+        }
     }
     md
+}
+
+/// Whether a row has a point in the experiment's plot: a published number
+/// other than 0 and a value of ours. An experiment of measured rows only
+/// has no plot, and its report section no link to one.
+fn plotted(r: &RowResult) -> bool {
+    r.published.is_some_and(|p| p.centre() != 0.0) && r.ours.is_some()
 }
 
 /// The per-experiment plot: each published row's value (or range) and our
@@ -364,13 +373,10 @@ fn plot(dir: &Path, exp: &Experiment, rows: &[RowResult]) -> anyhow::Result<()> 
         points: Vec::new(),
     };
     for (i, r) in rows.iter().enumerate() {
-        let (Some(p), Some(o)) = (r.published, &r.ours) else {
+        let (true, Some(p), Some(o)) = (plotted(r), r.published, &r.ours) else {
             continue;
         };
         let c = p.centre();
-        if c == 0.0 {
-            continue;
-        }
         let x = (i + 1) as f64;
         let (lo, hi) = match p {
             Published::Value(_) => (1.0, 1.0),
