@@ -94,6 +94,11 @@ pub struct Env {
     /// if the driver knows it. No narrow link downstream can be faster, so
     /// estimators use it as an upper bound (CapProbe rejects pairs above it).
     pub link_rate_bps: Option<f64>,
+    /// A seed of this flow's own (the emulator and the load generator give
+    /// every flow a different one). An algorithm that declares a `seed`
+    /// parameter (BBR's randomised probe timing) gets it when the spec does
+    /// not set `seed`, so two flows of one run do not draw the same numbers.
+    pub seed: Option<u64>,
 }
 
 impl Env {
@@ -103,7 +108,13 @@ impl Env {
             mss,
             initial_window: (10 * mss).min((2 * mss).max(14_720)),
             link_rate_bps: None,
+            seed: None,
         }
+    }
+
+    /// This environment with the flow's own seed (see [`Env::seed`]).
+    pub fn with_seed(self, seed: Option<u64>) -> Self {
+        Env { seed, ..self }
     }
 
     /// This environment with the sender's link rate, bit/s.
@@ -320,6 +331,21 @@ fn build_parsed(
         message: "unknown congestion-control algorithm".into(),
         valid: algorithms().iter().map(|a| a.name.to_string()).collect(),
     })?;
+    // The flow's own seed for an algorithm with a `seed` parameter the spec
+    // leaves at its default.
+    let seeded;
+    let spec = match env.seed {
+        Some(seed)
+            if algorithm.params.iter().any(|p| p.name == "seed")
+                && !spec.params.iter().any(|(k, _)| k == "seed") =>
+        {
+            let mut s = spec.clone();
+            s.params.push(("seed".into(), seed.to_string()));
+            seeded = s;
+            &seeded
+        }
+        _ => spec,
+    };
     let args = Args::new(algorithm.name, algorithm.params, spec, whole)?;
     let base = match (algorithm.takes_base, spec.positional.as_slice()) {
         (false, []) => None,
@@ -358,6 +384,30 @@ fn build_parsed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flow_seed_fills_an_unset_seed_parameter_only() {
+        let env = Env::default();
+        let dbg = |spec: &str, env: &Env| format!("{:?}", build(spec, env).unwrap());
+        for name in ["bbr", "bbr3"] {
+            let seeded = env.with_seed(Some(7));
+            // The flow's seed is used when the spec leaves `seed` unset...
+            assert_eq!(dbg(name, &seeded), dbg(&format!("{name}(seed=7)"), &env));
+            assert_ne!(dbg(name, &seeded), dbg(name, &env.with_seed(Some(8))));
+            // ...and a seed in the spec wins.
+            assert_eq!(
+                dbg(&format!("{name}(seed=3)"), &seeded),
+                dbg(&format!("{name}(seed=3)"), &env)
+            );
+            // Inside a wrapper too.
+            assert_eq!(
+                dbg(&format!("taxed({name})"), &seeded),
+                dbg(&format!("taxed({name}(seed=7))"), &env)
+            );
+        }
+        // An algorithm without a `seed` parameter ignores it.
+        assert_eq!(dbg("cubic", &env.with_seed(Some(7))), dbg("cubic", &env));
+    }
 
     #[test]
     fn every_algorithm_builds_from_its_defaults() {

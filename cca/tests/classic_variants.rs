@@ -26,6 +26,7 @@ fn env(initial_segments: u64) -> Env {
         mss: MSS,
         initial_window: initial_segments * MSS,
         link_rate_bps: None,
+        seed: None,
     }
 }
 

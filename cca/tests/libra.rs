@@ -23,6 +23,7 @@ fn libra(capacity_bps: Option<f64>, initial_packets: u64) -> Libra {
             mss: MSS,
             initial_window: initial_packets * MSS,
             link_rate_bps: None,
+            seed: None,
         },
     )
 }

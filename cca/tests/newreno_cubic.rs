@@ -14,6 +14,7 @@ fn env(initial_packets: u64) -> Env {
         mss: MSS,
         initial_window: initial_packets * MSS,
         link_rate_bps: None,
+        seed: None,
     }
 }
 

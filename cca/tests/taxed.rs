@@ -14,6 +14,7 @@ fn env(packets: u64) -> Env {
         mss: MSS,
         initial_window: packets * MSS,
         link_rate_bps: None,
+        seed: None,
     }
 }
 

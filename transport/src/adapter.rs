@@ -78,6 +78,8 @@ pub struct CcaCore {
     mss: u64,
     /// The host's link rate, passed to the algorithm's [`Env`].
     link_rate_bps: Option<f64>,
+    /// The flow's seed, passed to the algorithm's [`Env`].
+    seed: Option<u64>,
     next_seq: u64,
     sent: VecDeque<SentRecord>,
     in_flight: u64,
@@ -127,10 +129,19 @@ pub struct CcaSnapshot {
 }
 
 impl CcaCore {
-    fn new(spec: &str, mss: u64, link_rate_bps: Option<f64>) -> Result<Self, SpecError> {
-        let cca = tollgate_cca::build(spec, &Env::with_mss(mss).with_link_rate(link_rate_bps))?;
+    fn new(
+        spec: &str,
+        mss: u64,
+        link_rate_bps: Option<f64>,
+        seed: Option<u64>,
+    ) -> Result<Self, SpecError> {
+        let env = Env::with_mss(mss)
+            .with_link_rate(link_rate_bps)
+            .with_seed(seed);
+        let cca = tollgate_cca::build(spec, &env)?;
         Ok(CcaCore {
             link_rate_bps,
+            seed,
             spec: spec.to_string(),
             cca,
             epoch: None,
@@ -316,7 +327,9 @@ impl CcaCore {
 
     /// The environment the algorithm is built for.
     fn env(&self) -> Env {
-        Env::with_mss(self.mss).with_link_rate(self.link_rate_bps)
+        Env::with_mss(self.mss)
+            .with_link_rate(self.link_rate_bps)
+            .with_seed(self.seed)
     }
 
     fn on_mtu_update(&mut self, mtu: u16) {
@@ -385,7 +398,17 @@ impl CcaHandle {
     /// `link_rate_bps` (the algorithm's [`Env::link_rate_bps`]: CapProbe
     /// rejects capacity estimates above it).
     pub fn with_link_rate(spec: &str, link_rate_bps: Option<f64>) -> Result<Self, SpecError> {
-        let core = CcaCore::new(spec, 1200, link_rate_bps)?;
+        Self::for_flow(spec, link_rate_bps, None)
+    }
+
+    /// Like [`with_link_rate`](Self::with_link_rate), with the flow's own
+    /// seed for the algorithm's random draws ([`Env::seed`]).
+    pub fn for_flow(
+        spec: &str,
+        link_rate_bps: Option<f64>,
+        seed: Option<u64>,
+    ) -> Result<Self, SpecError> {
+        let core = CcaCore::new(spec, 1200, link_rate_bps, seed)?;
         Ok(CcaHandle(Arc::new(Mutex::new(core))))
     }
 

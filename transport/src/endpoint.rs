@@ -76,6 +76,10 @@ pub struct ConnectionOptions {
     /// if known: the congestion controller's upper bound for capacity
     /// estimates (Libra's CapProbe rejects pair estimates above it).
     pub link_rate_bps: Option<f64>,
+    /// A seed of this flow's own for the congestion controller's random
+    /// draws (BBR's probe timing; `tollgate_cca::Env::seed`), used where the
+    /// spec sets no `seed`; `None`: the algorithm's default.
+    pub cca_seed: Option<u64>,
 }
 
 impl Default for ConnectionOptions {
@@ -89,6 +93,7 @@ impl Default for ConnectionOptions {
             max_window: crate::window::DEFAULT_MAX,
             idle_timeout: Duration::from_secs(30),
             link_rate_bps: None,
+            cca_seed: None,
         }
     }
 }
@@ -484,7 +489,7 @@ impl Endpoint {
         options: ConnectionOptions,
     ) -> Result<ConnectionHandle, ConnectError> {
         let crypto = self.client.clone().ok_or(ConnectError::NoClientConfig)?;
-        let cca = CcaHandle::with_link_rate(&options.cca, options.link_rate_bps)
+        let cca = CcaHandle::for_flow(&options.cca, options.link_rate_bps, options.cca_seed)
             .map_err(ConnectError::Cca)?;
         let mut cfg = ClientConfig::new(crypto);
         cfg.transport_config(options.transport(&cca));
@@ -639,7 +644,8 @@ impl Endpoint {
         let defaults = defaults.clone();
         // Validated by set_server, so this only fails on a race with a
         // registry change; refuse rather than panic.
-        let Ok(cca) = CcaHandle::with_link_rate(&defaults.cca, defaults.link_rate_bps) else {
+        let Ok(cca) = CcaHandle::for_flow(&defaults.cca, defaults.link_rate_bps, defaults.cca_seed)
+        else {
             self.stats.refused += 1;
             return self.refuse(incoming);
         };

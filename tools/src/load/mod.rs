@@ -253,6 +253,7 @@ pub fn run(
             rate_cap_bps: g.rate_cap_bps,
             options,
             bind: local_bind(o, flow_index),
+            cca_seed: crate::sim::topology::cca_seed(s.seed, flow_index),
         };
         if let FlowKind::Quic(cca) = &job.kind {
             let app = job.quic_app(cca, job.request(job.start_at));
@@ -521,6 +522,8 @@ struct FlowJob {
     rate_cap_bps: Option<f64>,
     options: LoadOptions,
     bind: SocketAddr,
+    /// The flow's congestion-controller seed (as in `sim`).
+    cca_seed: u64,
 }
 
 impl FlowJob {
@@ -614,6 +617,7 @@ impl FlowJob {
             // Also the handshake timeout: an unreachable server fails the flow after this long.
             idle_timeout: self.options.connect_timeout.max(Duration::from_millis(500)),
             link_rate_bps: self.options.link_rate_bps,
+            cca_seed: Some(self.cca_seed),
             ..base
         };
         let mut app = BulkClient::new(

@@ -934,6 +934,7 @@ impl Lp {
                 .unwrap_or(tollgate_transport::window::DEFAULT_MAX),
             idle_timeout: Duration::from_secs(600),
             link_rate_bps: Some(s.access_rate_bps),
+            cca_seed: Some(topology::cca_seed(s.seed, f)),
         };
         let (server, size) = (spec.server, spec.size);
         let now = w.instant(self.now);

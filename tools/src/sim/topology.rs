@@ -185,6 +185,12 @@ pub fn build(s: &Scenario) -> anyhow::Result<Network> {
     })
 }
 
+/// The seed of flow `flow`'s congestion controller (`Env::seed` of
+/// `tollgate-cca`), the same in `sim` and `load`.
+pub fn cca_seed(scenario_seed: u64, flow: usize) -> u64 {
+    scenario_seed ^ 0xcca5_eed0_0000_0000 ^ (flow as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 /// Every flow of the scenario with its start, size and addresses drawn, in
 /// group order. `tollgate load` uses the same draws (same seed, same starts
 /// and sizes) as the emulator.
