@@ -1,6 +1,7 @@
 //! Logic for controlling the rate at which data is sent
 
-use crate::{EcnCodepoint, Instant};
+use crate::EcnCodepoint;
+use crate::Instant;
 use crate::connection::RttEstimator;
 use std::any::Any;
 use std::sync::Arc;

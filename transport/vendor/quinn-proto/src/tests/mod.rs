@@ -3250,6 +3250,125 @@ fn out_of_order_ack_eliciting_packet_triggers_ack() {
     );
 }
 
+/// NewReno asking for ECT(1), recording the ECN count increases it is given
+struct L4sController {
+    inner: Box<dyn congestion::Controller>,
+    counts: Arc<Mutex<(u64, u64)>>,
+}
+
+impl congestion::Controller for L4sController {
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        self.inner.on_ack(now, sent, bytes, app_limited, rtt)
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_persistent_congestion: bool,
+        lost_bytes: u64,
+    ) {
+        self.inner
+            .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes)
+    }
+
+    fn on_ecn(&mut self, _now: Instant, ect_ce_increase: u64, ce_increase: u64) {
+        let mut counts = self.counts.lock().unwrap();
+        counts.0 += ect_ce_increase;
+        counts.1 += ce_increase;
+    }
+
+    fn ecn_codepoint(&self) -> EcnCodepoint {
+        EcnCodepoint::Ect1
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.inner.on_mtu_update(new_mtu)
+    }
+
+    fn window(&self) -> u64 {
+        self.inner.window()
+    }
+
+    fn clone_box(&self) -> Box<dyn congestion::Controller> {
+        Box::new(Self {
+            inner: self.inner.clone_box(),
+            counts: self.counts.clone(),
+        })
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.inner.initial_window()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+struct L4sFactory(Arc<Mutex<(u64, u64)>>);
+
+impl congestion::ControllerFactory for L4sFactory {
+    fn build(self: Arc<Self>, now: Instant, mtu: u16) -> Box<dyn congestion::Controller> {
+        Box::new(L4sController {
+            inner: Arc::new(congestion::NewRenoConfig::default()).build(now, mtu),
+            counts: self.0.clone(),
+        })
+    }
+}
+
+#[test]
+fn controller_sends_ect1_and_sees_ecn_counts() {
+    let _guard = subscribe();
+    let counts = Arc::new(Mutex::new((0, 0)));
+    let mut transport = TransportConfig::default();
+    transport.congestion_controller_factory(Arc::new(L4sFactory(counts.clone())));
+    let mut client_config = client_config();
+    client_config.transport_config(Arc::new(transport));
+    let mut pair = Pair::default();
+    let (client_ch, _) = pair.connect_with(client_config);
+    pair.drive();
+    let connected = *counts.lock().unwrap();
+    assert!(connected.0 > 0, "ECN counts of the handshake");
+    assert_eq!(connected.1, 0);
+
+    let stats_before = pair.client_conn_mut(client_ch).stats();
+    pair.client_conn_mut(client_ch).ping();
+    pair.drive_client();
+    assert!(!pair.server.inbound.is_empty());
+    assert!(
+        pair.server
+            .inbound
+            .iter()
+            .all(|(_, ecn, _)| *ecn == Some(EcnCodepoint::Ect1))
+    );
+    pair.drive();
+    pair.client_conn_mut(client_ch).ping();
+    pair.congestion_experienced = true;
+    pair.drive_client();
+    pair.congestion_experienced = false;
+    pair.drive();
+
+    // ECT(1) counts passed validation, and the CE mark reached the controller twice: as a
+    // count and as a congestion event
+    assert!(pair.client_conn_mut(client_ch).using_ecn());
+    let after = *counts.lock().unwrap();
+    assert!(after.0 >= connected.0 + 2, "{after:?}");
+    assert_eq!(after.1, 1);
+    let stats_after = pair.client_conn_mut(client_ch).stats();
+    assert_eq!(
+        stats_after.path.congestion_events - stats_before.path.congestion_events,
+        1
+    );
+}
+
 #[test]
 fn single_ack_eliciting_packet_with_ce_bit_triggers_immediate_ack() {
     let _guard = subscribe();
