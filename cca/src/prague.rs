@@ -35,11 +35,12 @@
 //!   This is Hybla's rule ([`hybla`](crate::hybla)) turned downwards, and
 //!   Linux Prague's default `rtt_scaling`. Above `rtt_target` Prague is
 //!   Reno-like (one segment per round trip).
-//! - **Loss** is a classic signal: Prague halves as Reno does (`beta = 0.5`,
-//!   Linux Prague's `tcp_reno_ssthresh`), so that on a classic drop-tail or
-//!   RFC 3168 queue it competes no harder than Reno/CUBIC's fairness class
-//!   expects (RFC 9331 §4.3's fall-back requirement, here by loss; a classic
-//!   ECN AQM's marks are still answered with the DCTCP response).
+//! - **Loss** is a classic signal: Prague halves as Reno does (`beta = 0.5`),
+//!   as DCTCP answers loss like standard TCP (RFC 8257 §3.5) and RFC 9331
+//!   §4.3 asks of a scalable sender on loss. Halving rather than CUBIC's 0.7
+//!   keeps it no more aggressive than a Reno-friendly flow on a classic
+//!   drop-tail queue (a classic RFC 3168 AQM's marks are still answered with
+//!   the DCTCP response: classic-ECN detection is not modelled).
 //! - **Pacing**, as the draft asks, at Linux's default ratios: 200 % of
 //!   `cwnd / srtt` in slow start, 120 % after.
 //! - No window growth on ACKs of packets sent before the latest reduction or
