@@ -32,9 +32,8 @@
 //!   so that the *rate* `cwnd / RTT` grows as fast as a flow with a 25 ms RTT
 //!   would make it grow: `a / RTT` segments/s per round, i.e.
 //!   `a / RTT^2 = 1 / rtt_target^2` segments/s per second, whatever the RTT.
-//!   This is Hybla's rule ([`hybla`](crate::hybla)) turned downwards, and
-//!   Linux Prague's default `rtt_scaling`. Above `rtt_target` Prague is
-//!   Reno-like (one segment per round trip).
+//!   This is Hybla's rule ([`hybla`](crate::hybla)) turned downwards. Above
+//!   `rtt_target` Prague is Reno-like (one segment per round trip).
 //! - **Loss** is a classic signal: Prague halves as Reno does (`beta = 0.5`),
 //!   as DCTCP answers loss like standard TCP (RFC 8257 §3.5) and RFC 9331
 //!   §4.3 asks of a scalable sender on loss. Halving rather than CUBIC's 0.7
