@@ -48,7 +48,7 @@
 //! The ECN counts come from [`CongestionControl::on_ecn_counts`] (QUIC ACK
 //! frames' ECN counts, RFC 9000 §19.3.2); the CE reduction itself is driven by
 //! [`CongestionControl::on_congestion_event`] with
-//! [`CongestionKind::EcnCe`](crate::CongestionKind::EcnCe), which the sender
+//! [`CongestionKind::EcnCe`](crate::CongestionKind), which the sender
 //! raises once per ACK frame that reports new CE marks.
 //!
 //! Not modelled: the draft's optional fractional-window and
