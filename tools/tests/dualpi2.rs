@@ -1,8 +1,8 @@
 //! DualPI2 holds a Classic queue near its target, end to end in the
 //! emulator: `tools/scenarios/dualpi2-classic.toml` (two CUBIC flows at 20
 //! and 40 ms through a 2-BDP buffer) at a fifth of its rate (20 Mbit/s) and
-//! for 8 s. Every packet is Classic (no Tollgate sender sets ECT(1) yet, so
-//! the L4S queue is tested in the router library's unit tests only): the PI
+//! for 8 s. Every packet is Classic (CUBIC sends ECT(0); Prague's use of
+//! the L4S queue is tools/tests/prague.rs): the PI
 //! controller must keep the median queueing delay near its 15-ms target
 //! while the link stays busy, where drop-tail, the sweep's second run, lets
 //! CUBIC fill the 80-ms buffer.
