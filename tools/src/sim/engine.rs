@@ -10,7 +10,7 @@
 //! only when the timer moves earlier than the slot's queued events.
 //!
 //! **Logical processes and threads.** The network is split into logical
-//! processes ([`partition`](super::partition)), each with its own event
+//! processes ([`partition`]), each with its own event
 //! queue, hosts, ports and random streams. Virtual time advances in windows
 //! no longer than the lookahead (the shortest delay between two LPs) and
 //! ending at every metric sample: within a window each LP runs its own
