@@ -69,7 +69,9 @@ pub struct SimArgs {
     /// Threads per run (default: the cores available). The emulator splits
     /// the network into logical processes synchronised by the shortest
     /// delay between them, so results are identical for any N; only the wall
-    /// time changes (tools/README.md, "How the emulator works").
+    /// time changes (tools/README.md, "How the emulator works"). The
+    /// threads wait for each other at every window: on a machine busy with
+    /// other work, `--threads 1` can be faster.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
 }
