@@ -578,8 +578,11 @@ fn serve_survives_hostile_load_and_counts_it_by_reason() {
     }
     drop(crowd);
     // Their slots free once the server has drained them.
-    // (The counters are refreshed every 500 ms: wait for the refresh that
-    // counts the crowd, then for the slots.)
+    // (The counters are refreshed every 500 ms, and the open-connection
+    // gauge only at those refreshes, so a scrape soon after the close can
+    // still show the count from before the crowd came: let two refreshes
+    // pass first, then wait for the one that counts the crowd and the slots.)
+    std::thread::sleep(Duration::from_millis(1100));
     let m = serve.wait_for(Duration::from_secs(5), |m| {
         m.accepted() - base.accepted() == crowd_connected && m.open() <= 1
     });
