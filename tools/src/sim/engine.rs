@@ -48,7 +48,7 @@ use super::partition::{self, Partition};
 use super::pcap::{Captured, Pcap};
 use super::queue::EventQueue;
 use super::tls::Crypto;
-use super::topology::{self, FlowSpec};
+use super::topology::{self, stream_seed, FlowSpec};
 use super::trace::{Trace, TraceLines};
 use crate::scenario::{NoiseKind, Scenario, PACKET_BYTES};
 
@@ -261,11 +261,6 @@ impl World<'_> {
             &f.down_path
         }
     }
-}
-
-/// Mix an index into a seed (distinct streams per host or link).
-fn stream_seed(seed: u64, index: usize) -> u64 {
-    seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// One logical process: its hosts, ports and access links, and its events.
@@ -686,6 +681,11 @@ fn windows(
     let mut t = 0u64;
     let lookahead = w.part.lookahead_ns;
     let mut partial = stop.load(Ordering::Relaxed);
+    // The earliest event of any LP; it changes only when a window runs.
+    let mut earliest = {
+        let mut g = lock_all(pool.lps);
+        earliest_event(&g.iter_mut().map(|g| &mut **g).collect::<Vec<_>>())
+    };
     while !partial {
         let next_sample = if k <= nsamples {
             (k * dt).min(end)
@@ -693,11 +693,6 @@ fn windows(
             end + 1
         };
         // Skip time in which no LP has an event.
-        let earliest = lock_all(pool.lps)
-            .iter()
-            .filter_map(|lp| lp.queue.peek_t())
-            .min()
-            .unwrap_or(u64::MAX);
         t = t.max(earliest.min(next_sample));
         let wend = next_sample.min(t.saturating_add(lookahead));
         if wend > t {
@@ -709,6 +704,7 @@ fn windows(
             let mut lps: Vec<&mut Lp> = g.iter_mut().map(|g| &mut **g).collect();
             exchange(&mut lps);
             c.flush_logs(&mut lps)?;
+            earliest = earliest_event(&lps);
             t = wend;
         }
         if t == next_sample && k <= nsamples {
@@ -732,6 +728,14 @@ fn windows(
         c.sample(w, &mut lps, t);
     }
     Ok((partial, t.min(end)))
+}
+
+/// The time of the earliest event queued in any LP (`u64::MAX`: none).
+fn earliest_event(lps: &[&mut Lp]) -> u64 {
+    lps.iter()
+        .filter_map(|lp| lp.queue.peek_t())
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 /// Queue the packets every LP sent to others during the window, LP by LP.

@@ -188,7 +188,13 @@ pub fn build(s: &Scenario) -> anyhow::Result<Network> {
 /// The seed of flow `flow`'s congestion controller (`Env::seed` of
 /// `tollgate-cca`), the same in `sim` and `load`.
 pub fn cca_seed(scenario_seed: u64, flow: usize) -> u64 {
-    scenario_seed ^ 0xcca5_eed0_0000_0000 ^ (flow as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    stream_seed(scenario_seed ^ 0xcca5_eed0_0000_0000, flow)
+}
+
+/// Mix an index into a seed: a distinct random stream per host, link or
+/// flow, whatever the order in which they draw.
+pub fn stream_seed(seed: u64, index: usize) -> u64 {
+    seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Every flow of the scenario with its start, size and addresses drawn, in
