@@ -352,7 +352,24 @@ fn a_parking_lot_sends_each_flow_through_its_links_at_its_rtt() {
         return skip(NAME, &r);
     }
     let dir = scratch("testbed-parking-lot");
-    let run = run_testbed(&dir, PARKING_LOT, &[]);
+    // As in the dumbbell test, a run that misses only the RTT bounds (host
+    // load delays a packet by a few ms) is repeated once, and the test fails
+    // when the repeat misses too. Every other check must hold in every run.
+    for attempt in 1..=2 {
+        let misses = parking_lot_rtt_misses(&dir.join(format!("run-{attempt}")));
+        if misses.is_empty() {
+            return;
+        }
+        assert!(attempt == 1, "{misses:?}");
+        println!("RETRY {NAME}: {misses:?}");
+    }
+}
+
+/// One run of the parking-lot scenario in `dir`: asserts everything but the
+/// flows' RTTs, and returns the RTT bounds that were missed.
+fn parking_lot_rtt_misses(dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    let run = run_testbed(dir, PARKING_LOT, &[]);
     let (code, ref stdout, ref stderr) = run;
     println!("{stdout}\n{stderr}");
     let r = results_of(&dir, "testbed-parking-lot", &run);
@@ -434,19 +451,20 @@ fn a_parking_lot_sends_each_flow_through_its_links_at_its_rtt() {
             "the long flow got more than cross{h}"
         );
     }
-    for f in &r.flows {
-        let emulated = f.emulated_rtt_ms.expect("emulated_rtt_ms");
-        assert!(
-            f.rtt_ms >= emulated - 0.5 && f.rtt_ms <= emulated + 2.0,
-            "flow {} ({}): min RTT {:.3} ms, emulated {emulated} ms",
-            f.id,
-            f.group,
-            f.rtt_ms
-        );
-    }
-
     let id = testbed_id(&dir.join("results/testbed-parking-lot/testbed/router.toml"));
     assert_eq!(remains_of(id), Vec::<String>::new());
+
+    let mut misses = Vec::new();
+    for f in &r.flows {
+        let emulated = f.emulated_rtt_ms.expect("emulated_rtt_ms");
+        if f.rtt_ms < emulated - 0.5 || f.rtt_ms > emulated + 2.0 {
+            misses.push(format!(
+                "flow {} ({}): min RTT {:.3} ms, emulated {emulated} ms",
+                f.id, f.group, f.rtt_ms
+            ));
+        }
+    }
+    misses
 }
 
 /// Every flow kind of the load generator through the router: a quiche
