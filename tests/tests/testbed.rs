@@ -372,7 +372,7 @@ fn parking_lot_rtt_misses(dir: &Path) -> Vec<String> {
     let run = run_testbed(dir, PARKING_LOT, &[]);
     let (code, ref stdout, ref stderr) = run;
     println!("{stdout}\n{stderr}");
-    let r = results_of(&dir, "testbed-parking-lot", &run);
+    let r = results_of(dir, "testbed-parking-lot", &run);
     let router_out =
         std::fs::read_to_string(dir.join("results/testbed-parking-lot/testbed/router.out"))
             .unwrap_or_default();
