@@ -275,6 +275,28 @@ pub struct PortResult {
     pub utilization: f64,
     /// Queueing delay of transmitted packets (HdrHistogram), ms.
     pub queue_delay_ms: Option<DelayPercentiles>,
+    /// The same, of the packets that arrived as L4S traffic (ECN ECT(1) or
+    /// CE, RFC 9332's classifier), whatever the discipline. Present when the
+    /// port carried any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_delay_l4s_ms: Option<DelayPercentiles>,
+    /// The same, of the other (Classic) packets. Present with
+    /// `queue_delay_l4s_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_delay_classic_ms: Option<DelayPercentiles>,
+}
+
+impl DelayPercentiles {
+    /// The percentiles of a histogram of delays in µs; `None` when empty.
+    pub fn of_micros(h: &hdrhistogram::Histogram<u64>) -> Option<DelayPercentiles> {
+        (!h.is_empty()).then(|| DelayPercentiles {
+            p50: h.value_at_quantile(0.5) as f64 / 1e3,
+            p90: h.value_at_quantile(0.9) as f64 / 1e3,
+            p99: h.value_at_quantile(0.99) as f64 / 1e3,
+            max: h.max() as f64 / 1e3,
+            mean: h.mean() / 1e3,
+        })
+    }
 }
 
 /// Time series, one point per sample.
@@ -583,17 +605,12 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         if p.forward {
             fwd_util.push(util);
         }
-        for q in &p.qlen {
-            let _ = q;
-        }
-        let h = &p.delay_us;
-        let delay = (!h.is_empty()).then(|| DelayPercentiles {
-            p50: h.value_at_quantile(0.5) as f64 / 1e3,
-            p90: h.value_at_quantile(0.9) as f64 / 1e3,
-            p99: h.value_at_quantile(0.99) as f64 / 1e3,
-            max: h.max() as f64 / 1e3,
-            mean: h.mean() / 1e3,
-        });
+        let delay = DelayPercentiles::of_micros(&p.delay_us);
+        let l4s = DelayPercentiles::of_micros(&p.delay_l4s_us);
+        let classic = l4s
+            .is_some()
+            .then(|| DelayPercentiles::of_micros(&p.delay_classic_us))
+            .flatten();
         ports.push(PortResult {
             name: format!("{}{}", if p.forward { "fwd" } else { "rev" }, p.hop + 1),
             discipline: s.router.discipline.clone(),
@@ -609,6 +626,8 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
             accounting_exact: c.received == c.dequeued + c.dropped_total() + p.in_flight as u64,
             utilization: util,
             queue_delay_ms: delay,
+            queue_delay_l4s_ms: l4s,
+            queue_delay_classic_ms: classic,
         });
         series.queue_packets.push(p.qlen.clone());
         series
@@ -917,9 +936,19 @@ pub fn table(r: &Results) -> String {
     for p in &r.ports {
         let drops: Vec<String> = p.dropped.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let d = p.queue_delay_ms.as_ref();
+        let classes = match (&p.queue_delay_l4s_ms, &p.queue_delay_classic_ms) {
+            (Some(l), c) => format!(
+                " (L4S p50 {:.2} p99 {:.2}, Classic p50 {} p99 {})",
+                l.p50,
+                l.p99,
+                opt(c.as_ref().map(|d| d.p50), 2),
+                opt(c.as_ref().map(|d| d.p99), 2)
+            ),
+            _ => String::new(),
+        };
         let _ = writeln!(
             o,
-            "port {}: util {}, drops [{}], queue delay p50 {} p99 {} ms, accounting {}",
+            "port {}: util {}, drops [{}], queue delay p50 {} p99 {} ms{classes}, accounting {}",
             p.name,
             measured(format!("{:.1}%", p.utilization * 100.0)),
             drops.join(", "),

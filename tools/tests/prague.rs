@@ -134,4 +134,36 @@ fn prague_and_cubic_share_dualpi2_within_a_factor_of_two() {
     for r in [pi, dt] {
         assert!(r.ports.iter().all(|p| p.accounting_exact), "{report}");
     }
+    // The port's delay split by ECN class: the L4S packets' sojourn stays
+    // near DualPI2's 1 ms step, the Classic packets' near PI2's target, the
+    // two together make up the port's whole histogram; through drop-tail
+    // both classes wait in the same queue.
+    let classes = |r: &Results| {
+        let p = &r.ports[0];
+        let l4s = p
+            .queue_delay_l4s_ms
+            .clone()
+            .expect("prague's ECT(1) packets");
+        let classic = p.queue_delay_classic_ms.clone().expect("cubic's packets");
+        (l4s, classic, p.queue_delay_ms.clone().unwrap())
+    };
+    let (l4s, classic, all) = classes(pi);
+    eprintln!(
+        "dualpi2 port delay: L4S mean {:.2} p99 {:.2} ms, Classic p50 {:.2} ms, all p50 {:.2} ms",
+        l4s.mean, l4s.p99, classic.p50, all.p50
+    );
+    assert!(l4s.mean < 1.0 && l4s.p99 < 3.0, "{l4s:?}");
+    assert!(classic.p50 > 5.0 && classic.p50 < 25.0, "{classic:?}");
+    assert!(all.p50 > l4s.p50 && all.p50 < classic.p99, "{all:?}");
+    let (l4s, classic, _) = classes(dt);
+    assert!(
+        (l4s.mean / classic.mean - 1.0).abs() < 0.25,
+        "drop-tail: one queue for both, L4S {l4s:?}, Classic {classic:?}"
+    );
+    // Without L4S traffic a port reports no split.
+    let ports = run_all(&scenario().replace("cca = \"prague\"", "cca = \"cubic\""));
+    assert!(ports[0]
+        .ports
+        .iter()
+        .all(|p| p.queue_delay_l4s_ms.is_none() && p.queue_delay_classic_ms.is_none()));
 }

@@ -130,8 +130,10 @@ pub const RUN_SUMMARY_METRICS: [&str; 5] = [
 /// `time_to_target_s`, then per flow group `group.<name>.goodput_mbps` and
 /// `.share`, per variant (when there are several) `variant.<name>.goodput_mbps`
 /// and `.share`, and per forward port `port.<name>.queue_delay_p50_ms`,
-/// `.queue_delay_p99_ms` and `.drops`. `None`: not defined in this run
-/// (e.g. no measurement window).
+/// `.queue_delay_p99_ms`, where the port carried L4S traffic
+/// `.queue_delay_l4s_{mean,p50,p99}_ms` and `.queue_delay_classic_{mean,p50,p99}_ms`
+/// (the two ECN classes of RFC 9332), and `.drops`. `None`: not defined in
+/// this run (e.g. no measurement window).
 pub fn summary_metrics(r: &Results) -> Metrics {
     let s = &r.summary;
     let measured = |x: f64| (!s.window_empty).then_some(x);
@@ -173,6 +175,20 @@ pub fn summary_metrics(r: &Results) -> Metrics {
             format!("port.{}.queue_delay_p99_ms", p.name),
             d.map(|d| d.p99),
         ));
+        let classes = [
+            ("l4s", &p.queue_delay_l4s_ms),
+            ("classic", &p.queue_delay_classic_ms),
+        ];
+        for (class, d) in classes {
+            if let Some(d) = d {
+                for (stat, v) in [("mean", d.mean), ("p50", d.p50), ("p99", d.p99)] {
+                    m.push((
+                        format!("port.{}.queue_delay_{class}_{stat}_ms", p.name),
+                        Some(v),
+                    ));
+                }
+            }
+        }
         let drops: u64 = p.dropped.iter().map(|(_, n)| n).sum();
         m.push((format!("port.{}.drops", p.name), Some(drops as f64)));
     }

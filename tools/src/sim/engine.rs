@@ -38,7 +38,7 @@ use tollgate_cca::rng::SimRng;
 use tollgate_cca::{Time, VariantId};
 use tollgate_router::cebinae::ReconfigReport;
 use tollgate_router::rrmqs::MeterWindow;
-use tollgate_router::{Counters, DropReason, PacketMeta, Qdisc};
+use tollgate_router::{Counters, DropReason, PacketHandle, PacketMeta, Qdisc};
 use tollgate_transport::{ConnReport, ConnectionOptions};
 
 use super::host::{self, Host, Role};
@@ -71,6 +71,10 @@ pub struct PortRecord {
     pub delay_mean_ns: Vec<f64>,
     /// Queueing delay of every transmitted packet, µs.
     pub delay_us: Histogram<u64>,
+    /// The same, of the packets that arrived as L4S traffic (ECT(1) or CE).
+    pub delay_l4s_us: Histogram<u64>,
+    /// The same, of the other (Classic) packets.
+    pub delay_classic_us: Histogram<u64>,
     delay_sum: f64,
     delay_n: u64,
     /// Final port counters.
@@ -1042,6 +1046,7 @@ impl Lp {
             hop: 0,
             dscp,
             enq_ns: 0,
+            l4s: false,
             sent_ns: now,
             path_noised: false,
         };
@@ -1167,6 +1172,7 @@ impl Lp {
                 let to = if p.to_server { f.server } else { f.client };
                 port.classify(&mut p, to);
                 p.enq_ns = now;
+                p.l4s = PacketHandle::l4s(&p);
                 let c = &mut self.collector;
                 match self.trace.as_mut() {
                     Some(tr) if p.to_server && Some(&link) == w.forward_ports.first() => {
@@ -1212,7 +1218,14 @@ impl Lp {
             if let Some(r) = rec {
                 let r = &mut self.records[r];
                 let d = now.saturating_sub(p.enq_ns);
-                let _ = r.delay_us.record((d / 1_000).max(1));
+                let us = (d / 1_000).max(1);
+                let _ = r.delay_us.record(us);
+                let class = if p.l4s {
+                    &mut r.delay_l4s_us
+                } else {
+                    &mut r.delay_classic_us
+                };
+                let _ = class.record(us);
                 r.delay_sum += d as f64;
                 r.delay_n += 1;
                 if r.forward {
@@ -1342,6 +1355,11 @@ impl Lp {
     }
 }
 
+/// Queueing delays from 1 µs to 60 s, 3 significant digits.
+fn delay_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
 impl PortRecord {
     fn new(link: u32, hop: u32, forward: bool, nflows: usize) -> Self {
         PortRecord {
@@ -1352,7 +1370,9 @@ impl PortRecord {
             qbytes: Vec::new(),
             tx_bytes: Vec::new(),
             delay_mean_ns: Vec::new(),
-            delay_us: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds"),
+            delay_us: delay_histogram(),
+            delay_l4s_us: delay_histogram(),
+            delay_classic_us: delay_histogram(),
             delay_sum: 0.0,
             delay_n: 0,
             counters: Counters::default(),

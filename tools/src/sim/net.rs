@@ -54,6 +54,10 @@ pub struct SimPacket {
     pub dscp: u8,
     /// When the packet entered the current router port (virtual ns).
     pub enq_ns: u64,
+    /// Whether it entered the current port as L4S traffic: ECN field ECT(1)
+    /// or CE on arrival, RFC 9332's classifier (a Classic packet the port
+    /// marks CE on its way out stays Classic).
+    pub l4s: bool,
     /// When its host emitted it (virtual ns).
     pub sent_ns: u64,
     /// Whether it has drawn its path noise ([`super::noise::PathNoise`]).
@@ -325,6 +329,7 @@ mod tests {
             hop: 1,
             dscp,
             enq_ns: 0,
+            l4s: false,
             sent_ns: 0,
             path_noised: false,
         }

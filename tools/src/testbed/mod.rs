@@ -491,6 +491,8 @@ pub fn merge(
                     0.0
                 },
                 queue_delay_ms: None,
+                queue_delay_l4s_ms: None,
+                queue_delay_classic_ms: None,
             }
         })
         .collect();
