@@ -10,14 +10,16 @@
 //! - `RTprop`: the minimum RTT over the last `min_rtt_window` (10 s).
 //!
 //! `BDP = BtlBw * RTprop`; `pacing_rate = pacing_gain * BtlBw`;
-//! `cwnd target = cwnd_gain * BDP + 3 mss` (quantization budget). The window
+//! `cwnd target = cwnd_gain * BDP + 3 send_quantum` (quantization budget;
+//! the send quantum is one segment below 1.2 Mbit/s of pacing, two below
+//! 24 Mbit/s, else 1 ms at the pacing rate up to 64 kB). The window
 //! grows by the bytes acknowledged up to the target (before the pipe is full:
 //! without limit while below the target), never below 4 segments.
 //!
 //! **States.**
 //! - *Startup*: `pacing_gain = cwnd_gain = 2/ln 2 ≈ 2.885`. The pipe is full
 //!   when `BtlBw` has grown less than 25 % for 3 rounds.
-//! - *Drain*: `pacing_gain = 1/2.885` until bytes in flight ≤ `BDP + 3 mss`.
+//! - *Drain*: `pacing_gain = 1/2.885` until bytes in flight ≤ `BDP + 3 send_quantum`.
 //! - *ProbeBW*: `cwnd_gain = 2`; `pacing_gain` cycles through
 //!   `[1.25, 0.75, 1, 1, 1, 1, 1, 1]`, each phase at least `RTprop` long; the
 //!   1.25 phase also waits until in flight reaches `1.25 BDP` (or a loss), the
@@ -364,13 +366,31 @@ impl Bbr {
         }
     }
 
-    /// `gain * BDP + 3 mss` in bytes (the initial window before any estimate).
+    /// `gain * BDP + 3 send quanta` in bytes (the initial window before any
+    /// estimate).
     fn inflight(&self, gain: f64) -> u64 {
         if self.rt_prop == Duration::MAX || self.btl_bw <= 0.0 {
             return self.init_cwnd;
         }
         let bdp = self.btl_bw * self.rt_prop.as_secs_f64();
-        (gain * bdp) as u64 + 3 * self.mss
+        (gain * bdp) as u64 + 3 * self.send_quantum()
+    }
+
+    /// The send quantum of the draft's `BBRSetSendQuantum`: one segment
+    /// below 1.2 Mbit/s of pacing, two below 24 Mbit/s, above that 1 ms of
+    /// data at the pacing rate, at most 64 kB (Linux's TSO autosizing, whose
+    /// floor is two segments above 1.2 Mbit/s).
+    fn send_quantum(&self) -> u64 {
+        let bits_per_s = self.pacing_rate * 8.0;
+        if bits_per_s < 1.2e6 {
+            self.mss
+        } else if bits_per_s < 24e6 {
+            2 * self.mss
+        } else {
+            ((self.pacing_rate * 1e-3) as u64)
+                .min(64_000)
+                .max(2 * self.mss)
+        }
     }
 
     fn save_cwnd(&self) -> u64 {

@@ -713,6 +713,49 @@ fn bbr_paces_near_the_bottleneck_rate() {
     assert!(mean_rtt < 0.041 + 0.015, "{mean_rtt}");
 }
 
+/// BBR's window in ProbeBW's unit-gain phases is `2 BDP + 3 send quanta`,
+/// with the draft's send quantum: two segments at 10 Mbit/s of pacing (1.2-24
+/// Mbit/s), 1 ms of data at 50 Mbit/s (above 24 Mbit/s). With one segment
+/// of budget instead (the rule below 1.2 Mbit/s), or a fixed 3 segments,
+/// the windows differ by 3 or more segments.
+#[test]
+fn bbr_budgets_three_send_quanta_above_two_bdp() {
+    for (mbps, quantum) in [(10.0, 2.0 * MSS as f64), (50.0, 50e6 / 8.0 * 1e-3)] {
+        let mut model = Model::new(
+            vec![flow(make("bbr", &Env::with_mss(MSS)), ms(40), Time::ZERO)],
+            link(mbps, 2000),
+            ms(100),
+        );
+        let mut checked = 0;
+        let mut t = 2.0;
+        while t < 6.0 {
+            t += 0.01;
+            model.run_until(Time::from_secs_f64(t));
+            let cca = model.cca(0);
+            if text(cca, "mode") != "probe_bw" || num(cca, "cycle_index") < 3.0 {
+                continue;
+            }
+            let bdp = num(cca, "btl_bw_Bps") * num(cca, "rt_prop_s");
+            let pacing = cca.pacing_rate().unwrap() as f64 * 8.0;
+            assert!(
+                (1.2e6..24e6).contains(&pacing) == (mbps < 24.0),
+                "pacing {pacing} bit/s at {mbps} Mbit/s"
+            );
+            let want = 2.0 * bdp + 3.0 * quantum;
+            let got = cca.window() as f64;
+            assert!(
+                (got - want).abs() <= MSS as f64,
+                "{mbps} Mbit/s at {t:.2} s: window {got}, 2 BDP + 3 quanta {want}"
+            );
+            checked += 1;
+        }
+        assert!(
+            checked > 100,
+            "{mbps} Mbit/s: {checked} samples in unit phases"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- all algorithms
 
 fn spec_of(algorithm: &registry::Algorithm) -> String {
