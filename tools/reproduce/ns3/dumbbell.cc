@@ -44,6 +44,31 @@
 // 1,000 bytes for the idle decay, thresholds
 // in packets) in place of the drop-tail device queue; the device queue
 // then holds 1 packet.
+// --fqcodel=1 puts ns-3's FqCoDelQueueDisc on the bottleneck in the same way
+// (device queue 1 packet): limit BUF packets over all flow queues, CoDel
+// target 5 ms and interval 100 ms on each queue, 1024 flow queues, quantum
+// 1514 bytes (ns-3 3.37 has no attribute for it: SetQuantum; its default
+// would be the device MTU, 1500), flows hashed on the 5-tuple (no packet
+// filter, perturbation 0). Tollgate's FQ-CoDel marks ECN-capable packets;
+// here the TCP flows do not negotiate ECN (ns-3's default) and the flood is
+// not ECN-capable, so CoDel drops where Tollgate would mark. ns-3's
+// overlimit drop takes up to 64 packets (DropBatchSize) or half the bytes
+// from the head of the fattest queue, as Linux does. The summary line then
+// adds qdelay_p50_ms and qdelay_p99_ms, the median and 99th percentile of
+// the sojourn time in the queue disc of the packets it forwards after --from
+// (packets it drops left out; the 1-packet device queue not included), and
+// a warning goes to stderr if two flows share a flow queue. NS3DBG=1 also
+// prints each sender's sojourn percentiles.
+// --floodMbps=R (default 0: none) adds an unresponsive UDP flood: its own
+// sender node and access link (delay --floodRtt/2 - bottleneck delay,
+// --floodRtt=MS default 20; --jitterUs applies) and receiver, a constant-rate source (ns-3's
+// OnOffApplication always on) of 1472-byte payloads, 1500-byte IP packets
+// at R Mbit/s counted in IP bytes, from --floodStart=S (default 1) to the
+// end, to a PacketSink; losses are ignored. With --rtts its line is
+// `flow=flood` (goodput: UDP payload after --from; drops at the bottleneck
+// after --from) and the summary line adds tcp_share, the TCP flows'
+// goodput over the TCP flows' plus the flood's; total_mbps and jfi stay
+// the TCP flows' only.
 // With --rtts the per-flow lines give the flow's CCA; with --backlog=1 as
 // well the summary line also gives the bottleneck's mean backlog after
 // --from (qlen_mean_pkts, sampled every ms, device queue plus queue disc;
@@ -68,6 +93,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -279,6 +305,11 @@ class TcpLibra : public TcpCongestionOps
 };
 
 static std::vector<uint64_t> g_drops;
+// --floodMbps: the flood's sender address, its drops at the bottleneck and
+// its sink's bytes, after --from.
+static bool g_flood = false;
+static Ipv4Address g_floodSrc;
+static uint64_t g_floodDrops = 0, g_floodRx = 0;
 static FILE* g_trace = nullptr; // --trace
 static std::vector<uint32_t> g_cwnd; // each sender's window, bytes (--trace)
 static std::vector<uint64_t> g_arrivals;
@@ -364,6 +395,15 @@ OnDrop(Ptr<const Packet> p)
     int f = FlowOf(p);
     if (f >= 0)
         CountFlowDrop(f);
+    else if (g_flood)
+    {
+        Ptr<Packet> c = p->Copy();
+        PppHeader ppp;
+        c->RemoveHeader(ppp);
+        Ipv4Header ip;
+        c->PeekHeader(ip);
+        g_floodDrops += ip.GetSource() == g_floodSrc;
+    }
 }
 
 // A drop after --from of a packet from SRC, counted against its flow
@@ -376,6 +416,8 @@ CountDrop(Ipv4Address src)
     for (size_t i = 0; i < g_src.size(); i++)
         if (src == g_src[i])
             CountFlowDrop(i);
+    if (g_flood && src == g_floodSrc)
+        g_floodDrops++;
 }
 
 // --trace: each sender's window, kept by the CongestionWindow trace and
@@ -401,7 +443,7 @@ SampleCwnd()
     Simulator::Schedule(MilliSeconds(100), &SampleCwnd);
 }
 
-// The RED queue disc's drops (--red), by flow.
+// The RED or FQ-CoDel queue disc's drops (--red, --fqcodel), by flow.
 static void
 OnQdiscDrop(Ptr<const QueueDiscItem> item)
 {
@@ -460,6 +502,56 @@ OnRx(int f, Ptr<const Packet> p, const Address&)
         g_rx[f] += p->GetSize();
 }
 
+static void
+OnFloodRx(Ptr<const Packet> p, const Address&)
+{
+    if (Simulator::Now().GetSeconds() >= g_from)
+        g_floodRx += p->GetSize();
+}
+
+// --fqcodel: each forwarded packet's sojourn time in the queue disc after
+// --from, ms (the median goes on the summary line), taken from the queue
+// disc's Dequeue trace (now - the item's enqueue time stamp). ns-3 fires
+// that trace for the packets FQ-CoDel drops from the fattest queue when over
+// its limit, and CoDel's drops at dequeue, too, each followed at once by the
+// Drop trace: so a dequeued packet's time is kept pending, dropped with it,
+// and counted when the packet reaches the device queue.
+static Ptr<const QueueDiscItem> g_pendingItem;
+static float g_pendingMs = 0;
+static std::vector<float> g_sojournMs;
+static std::map<uint32_t, std::vector<float>> g_sojournBySrc; // NS3DBG: per sender
+
+static void
+OnQdiscDequeue(Ptr<const QueueDiscItem> item)
+{
+    g_pendingItem = item;
+    g_pendingMs = float((Simulator::Now() - item->GetTimeStamp()).GetSeconds() * 1e3);
+}
+
+static void
+OnQdiscForget(Ptr<const QueueDiscItem> item)
+{
+    if (item == g_pendingItem)
+        g_pendingItem = nullptr;
+}
+
+static void
+OnForwarded(Ptr<const Packet> p)
+{
+    if (!g_pendingItem || PeekPointer(g_pendingItem->GetPacket()) != PeekPointer(p))
+        return;
+    if (Simulator::Now().GetSeconds() >= g_from)
+    {
+        g_sojournMs.push_back(g_pendingMs);
+        if (getenv("NS3DBG"))
+        {
+            Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(g_pendingItem);
+            g_sojournBySrc[ip ? ip->GetHeader().GetSource().Get() : 0].push_back(g_pendingMs);
+        }
+    }
+    g_pendingItem = nullptr;
+}
+
 // For a Libra sender: its recoveries (fast recovery entered) and timeouts
 // over the whole run and from --from on, its RTT range, the mean penalty
 // over its congestion-avoidance ACKs (whole run).
@@ -504,6 +596,8 @@ main(int argc, char* argv[])
     std::vector<std::string> ccaList; // --ccas: per-flow CCA
     double redMin = 0, redMax = 0;    // --red=MIN,MAX: RED queue disc
     bool backlog = false;             // --backlog=1: sample the mean backlog
+    bool fqcodel = false;             // --fqcodel=1: FQ-CoDel queue disc
+    double floodMbps = 0, floodRttMs = 20, floodStart = 1; // --floodMbps, --floodRtt, --floodStart
     std::string tracePath;            // --trace=FILE
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
@@ -568,6 +662,10 @@ main(int argc, char* argv[])
             redMax = std::stod(v.substr(c + 1));
         }
         else if (k == "backlog") backlog = v == "1" || v == "true";
+        else if (k == "fqcodel") fqcodel = v == "1" || v == "true";
+        else if (k == "floodMbps") floodMbps = std::stod(v);
+        else if (k == "floodRtt") floodRttMs = std::stod(v);
+        else if (k == "floodStart") floodStart = std::stod(v);
         else if (k == "trace") tracePath = v;
         else if (k == "tax") g_tax = std::stod(v);
         else if (k == "cca")
@@ -595,6 +693,17 @@ main(int argc, char* argv[])
     }
 
     RngSeedManager::SetRun(run);
+    if (fqcodel && redMax > 0)
+    {
+        fprintf(stderr, "--fqcodel and --red: one queue disc at a time\n");
+        return 2;
+    }
+    g_flood = floodMbps > 0;
+    if (g_flood && floodRttMs / 2 < bottleneckDelayMs)
+    {
+        fprintf(stderr, "--floodRtt must be at least twice the bottleneck delay\n");
+        return 2;
+    }
     bool anyLibra = libra || std::find(ccaList.begin(), ccaList.end(), "libra") != ccaList.end();
     if (anyLibra && g_libraCapMbps <= 0)
     {
@@ -646,10 +755,12 @@ main(int argc, char* argv[])
             starts[i] += su->GetValue(0, startJitter);
     }
 
-    NodeContainer snd, rcv, rt;
+    NodeContainer snd, rcv, rt, fl;
     snd.Create(n);
     rcv.Create(n);
     rt.Create(2);
+    if (g_flood)
+        fl.Create(2); // the flood's sender and receiver, after the others (CwndPath)
     InternetStackHelper stack;
     stack.InstallAll();
 
@@ -659,7 +770,8 @@ main(int argc, char* argv[])
     bott.SetDeviceAttribute("DataRate", DataRateValue(bottleneckRate));
     bott.SetChannelAttribute("Delay", TimeValue(bottleneckDelay));
     bool red = redMax > 0;
-    bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(red ? "1p" : std::to_string(buf) + "p"));
+    bool qdisc = red || fqcodel;
+    bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(qdisc ? "1p" : std::to_string(buf) + "p"));
     NetDeviceContainer bd = bott.Install(rt.Get(0), rt.Get(1));
 
     TrafficControlHelper tch;
@@ -676,10 +788,23 @@ main(int argc, char* argv[])
         g_qdisc = qdc.Get(0);
         g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
     }
+    if (fqcodel)
+    {
+        tch.SetRootQueueDisc("ns3::FqCoDelQueueDisc",
+                             "MaxSize", QueueSizeValue(QueueSize(std::to_string(buf) + "p")),
+                             "Interval", StringValue("100ms"), "Target", StringValue("5ms"),
+                             "Flows", UintegerValue(1024));
+        QueueDiscContainer qdc = tch.Install(bd.Get(0));
+        g_qdisc = qdc.Get(0);
+        DynamicCast<FqCoDelQueueDisc>(g_qdisc)->SetQuantum(1514);
+        g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
+        g_qdisc->TraceConnectWithoutContext("Dequeue", MakeCallback(&OnQdiscDequeue));
+        g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscForget));
+    }
     Ipv4AddressHelper addr;
     addr.SetBase("10.9.0.0", "255.255.255.0");
     addr.Assign(bd);
-    if (!red)
+    if (!qdisc)
         tch.Uninstall(bd.Get(0));
     for (size_t i = 0; i < ccaList.size() && i < n; i++)
     {
@@ -713,11 +838,33 @@ main(int argc, char* argv[])
         ka.Start(Seconds(0));
         ka.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnRx, int(i)));
     }
+    if (g_flood)
+    {
+        int64_t jit = int64_t(jitterUs * 1e3 + 0.5);
+        NetDeviceContainer a = AccessLink(fl.Get(0), rt.Get(0),
+                                          NanoSeconds(int64_t((floodRttMs / 2 - bottleneckDelayMs) * 1e6 + 0.5)), jit);
+        addr.SetBase("10.3.0.0", "255.255.255.0");
+        g_floodSrc = addr.Assign(a).GetAddress(0);
+        NetDeviceContainer r = AccessLink(rt.Get(1), fl.Get(1), Seconds(0), jit);
+        addr.SetBase("10.4.0.0", "255.255.255.0");
+        Ipv4InterfaceContainer ir = addr.Assign(r);
+        // 1472-byte payloads: 1500-byte IP packets, sent at floodMbps of IP bytes.
+        OnOffHelper src("ns3::UdpSocketFactory", InetSocketAddress(ir.GetAddress(1), 6000));
+        src.SetConstantRate(DataRate(uint64_t(floodMbps * 1e6 * 1472 / 1500)), 1472);
+        ApplicationContainer sa = src.Install(fl.Get(0));
+        sa.Start(Seconds(floodStart));
+        PacketSinkHelper sink("ns3::UdpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), 6000));
+        ApplicationContainer ka = sink.Install(fl.Get(1));
+        ka.Start(Seconds(0));
+        ka.Get(0)->TraceConnectWithoutContext("Rx", MakeCallback(&OnFloodRx));
+    }
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 
     Ptr<Queue<Packet>> q = DynamicCast<PointToPointNetDevice>(bd.Get(0))->GetQueue();
     q->TraceConnectWithoutContext("Drop", MakeCallback(&OnDrop));
     q->TraceConnectWithoutContext("Enqueue", MakeCallback(&OnEnqueue));
+    if (fqcodel)
+        q->TraceConnectWithoutContext("Enqueue", MakeCallback(&OnForwarded));
 
     g_q = q;
     if (backlog)
@@ -768,10 +915,41 @@ main(int argc, char* argv[])
             PrintLibra(snd.Get(i));
             printf("\n");
         }
+        double flood = g_floodRx * 8 / span / 1e6;
+        if (g_flood)
+            printf("flow=flood rtt_ms=%g cca=udp-cbr goodput_mbps=%.3f drops=%lu\n", floodRttMs, flood,
+                   g_floodDrops);
         printf("total_mbps=%.3f jfi=%.4f", sum, sq > 0 ? sum * sum / (n * sq) : 0.0);
+        if (g_flood)
+            printf(" tcp_share=%.4f", sum + flood > 0 ? sum / (sum + flood) : 0.0);
+        if (fqcodel)
+        {
+            double p50 = 0, p99 = 0;
+            if (!g_sojournMs.empty())
+            {
+                std::sort(g_sojournMs.begin(), g_sojournMs.end());
+                p50 = g_sojournMs[g_sojournMs.size() / 2];
+                p99 = g_sojournMs[g_sojournMs.size() * 99 / 100];
+            }
+            printf(" qdelay_p50_ms=%.2f qdelay_p99_ms=%.2f", p50, p99);
+        }
         if (backlog)
             printf(" qlen_mean_pkts=%.1f", g_qn ? g_qsum / g_qn : 0.0);
         printf("\n");
+        if (getenv("NS3DBG") && fqcodel)
+            fprintf(stderr, "FQ-CoDel flow queues in use: %zu, quantum %u bytes\n", g_qdisc->GetNQueueDiscClasses(),
+                    DynamicCast<FqCoDelQueueDisc>(g_qdisc)->GetQuantum());
+        if (getenv("NS3DBG"))
+            for (auto& [src, v] : g_sojournBySrc)
+            {
+                std::sort(v.begin(), v.end());
+                fprintf(stderr, "sojourn src %u.%u.%u.%u: n %zu p10 %.2f p50 %.2f p90 %.2f ms\n", src >> 24,
+                        (src >> 16) & 255, (src >> 8) & 255, src & 255, v.size(), v[v.size() / 10],
+                        v[v.size() / 2], v[v.size() * 9 / 10]);
+            }
+        if (fqcodel && g_qdisc->GetNQueueDiscClasses() < n + g_flood)
+            fprintf(stderr, "warning: %zu flows in %zu FQ-CoDel flow queues (hash collision)\n", n + g_flood,
+                    g_qdisc->GetNQueueDiscClasses());
         Simulator::Destroy();
         return 0;
     }
