@@ -605,7 +605,7 @@ pub fn build(s: &Scenario, d: &RunData) -> Results {
         if p.forward {
             fwd_util.push(util);
         }
-        let delay = DelayPercentiles::of_micros(&p.delay_us);
+        let delay = DelayPercentiles::of_micros(&p.delay_us());
         let l4s = DelayPercentiles::of_micros(&p.delay_l4s_us);
         let classic = l4s
             .is_some()

@@ -56,5 +56,10 @@ fn dualpi2_holds_the_classic_queue_near_its_target_where_droptail_fills_the_buff
     );
     for r in [&pi, &dt] {
         assert!(r.ports.iter().all(|p| p.accounting_exact), "{report}");
+        // No L4S traffic (CUBIC sends ECT(0)): no per-class split.
+        assert!(r
+            .ports
+            .iter()
+            .all(|p| p.queue_delay_l4s_ms.is_none() && p.queue_delay_classic_ms.is_none()));
     }
 }

@@ -69,11 +69,11 @@ pub struct PortRecord {
     pub tx_bytes: Vec<u64>,
     /// Mean queueing delay (ns) of packets transmitted during each sample interval.
     pub delay_mean_ns: Vec<f64>,
-    /// Queueing delay of every transmitted packet, µs.
-    pub delay_us: Histogram<u64>,
-    /// The same, of the packets that arrived as L4S traffic (ECT(1) or CE).
+    /// Queueing delay of every transmitted packet that arrived as L4S
+    /// traffic (ECT(1) or CE), µs.
     pub delay_l4s_us: Histogram<u64>,
-    /// The same, of the other (Classic) packets.
+    /// The same, of the other (Classic) packets; with `delay_l4s_us`, every
+    /// transmitted packet ([`PortRecord::delay_us`]).
     pub delay_classic_us: Histogram<u64>,
     delay_sum: f64,
     delay_n: u64,
@@ -1218,14 +1218,12 @@ impl Lp {
             if let Some(r) = rec {
                 let r = &mut self.records[r];
                 let d = now.saturating_sub(p.enq_ns);
-                let us = (d / 1_000).max(1);
-                let _ = r.delay_us.record(us);
                 let class = if p.l4s {
                     &mut r.delay_l4s_us
                 } else {
                     &mut r.delay_classic_us
                 };
-                let _ = class.record(us);
+                let _ = class.record((d / 1_000).max(1));
                 r.delay_sum += d as f64;
                 r.delay_n += 1;
                 if r.forward {
@@ -1361,6 +1359,15 @@ fn delay_histogram() -> Histogram<u64> {
 }
 
 impl PortRecord {
+    /// Queueing delay of every transmitted packet, µs: the two classes'
+    /// histograms together (same bounds and precision, so the sum is exact).
+    pub fn delay_us(&self) -> Histogram<u64> {
+        let mut all = self.delay_classic_us.clone();
+        all.add(&self.delay_l4s_us)
+            .expect("the class histograms share their bounds");
+        all
+    }
+
     fn new(link: u32, hop: u32, forward: bool, nflows: usize) -> Self {
         PortRecord {
             hop,
@@ -1370,7 +1377,6 @@ impl PortRecord {
             qbytes: Vec::new(),
             tx_bytes: Vec::new(),
             delay_mean_ns: Vec::new(),
-            delay_us: delay_histogram(),
             delay_l4s_us: delay_histogram(),
             delay_classic_us: delay_histogram(),
             delay_sum: 0.0,
