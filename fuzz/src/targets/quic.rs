@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tollgate_transport::tls::SelfSigned;
-use tollgate_transport::{ConnectionOptions, Endpoint, EndpointOptions, Event};
+use tollgate_transport::{Admission, ConnectionOptions, Endpoint, EndpointOptions, Event};
 
 use crate::Input;
 
@@ -62,15 +62,33 @@ fn drain(ep: &mut Endpoint, now: Instant, out: &mut VecDeque<(SocketAddr, Vec<u8
 /// server's datagrams to the client, starts another client connection, or
 /// lets time pass (timers fire). The server must not panic, must hold no
 /// more than its connection limit, and must not queue unbounded output.
+///
+/// The input's first byte picks the server's [`Admission`]: no address
+/// validation, a Retry for every new client (`retry_threshold` 0) or once
+/// one unvalidated handshake is in progress (1), so that the Retry tokens
+/// the client echoes are cut, corrupted and replayed like any other
+/// datagram; and with or without a two-handshake limit and a handshake
+/// timeout.
 pub fn quic_endpoint(data: &[u8]) {
     let fx = fixture();
     let mut now = fx.start;
+    let mut input = Input::new(data);
+    let policy = input.u8();
+    let admission = Admission {
+        retry_threshold: match policy % 3 {
+            0 => None,
+            n => Some(usize::from(n - 1)),
+        },
+        max_handshakes: if policy & 4 != 0 { 2 } else { usize::MAX },
+        handshake_timeout: (policy & 8 != 0).then(|| Duration::from_millis(500)),
+    };
     let options = |seed: u8| EndpointOptions {
         max_connections: MAX_CONNECTIONS,
         rng_seed: Some([seed; 32]),
         ..EndpointOptions::default()
     };
     let mut server = Endpoint::new(options(1));
+    server.set_admission(admission);
     server
         .set_server(fx.server.clone(), ConnectionOptions::default())
         .expect("server config");
@@ -82,7 +100,6 @@ pub fn quic_endpoint(data: &[u8]) {
     let mut to_server: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::new();
     let mut to_client: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::new();
     let mut history: Vec<Vec<u8>> = Vec::new();
-    let mut input = Input::new(data);
     let mut opened = false;
     while !input.is_empty() {
         drain(&mut client, now, &mut to_server);
