@@ -13,9 +13,17 @@
 //! ```
 //!
 //! On a loss, once per recovery period (≈ once per RTT):
-//! `cwnd = min(cwnd, max(cwnd / 2, MIN_CWND * MSS))`. There is no slow start:
-//! the window starts at `INIT_CWND` segments and the delay rule alone grows it
-//! (at most `GAIN` segments per RTT, never faster than TCP).
+//! `cwnd = min(cwnd, max(cwnd / 2, MIN_CWND * MSS))`. By default there is no
+//! slow start: the window starts at `INIT_CWND` segments and the delay rule
+//! alone grows it (at most `GAIN` segments per RTT, never faster than TCP).
+//!
+//! **`slow_start=on`** is LEDBAT as ns-3's `TcpLedbat` runs it by default
+//! (attribute `SSParam = yes`; ns-3 3.37 checked): NewReno's slow start
+//! (`cwnd += bytes_acked`) from `INIT_CWND` until the first loss, the delay
+//! rule after it, and slow start again up to the halved window after a
+//! persistent congestion (ns-3: after a retransmission timeout). Studies run
+//! on ns-3's TCP variants (the RRMQS thesis) measured this LEDBAT; a short
+//! transfer without slow start takes many more round trips than with it.
 //!
 //! **Delay samples.** RFC 6817 measures one-way delay from receiver
 //! timestamps; the trait gives RTT samples, so each ACK's `latest` RTT is the
@@ -36,7 +44,8 @@
 //! like Reno (set `target=25ms` for shallow buffers).
 //!
 //! Defaults (RFC 6817): `target = 100ms`, `gain = 1`, `allowed_increase = 1`,
-//! `init_cwnd = 2`, `min_cwnd = 2`, `current_filter = 4`, `base_history = 10`.
+//! `init_cwnd = 2`, `min_cwnd = 2`, `current_filter = 4`, `base_history = 10`,
+//! `slow_start = off`. ns-3's `TcpLedbat`: `slow_start=on, init_cwnd=10`.
 
 use std::time::Duration;
 
@@ -64,6 +73,8 @@ pub struct LedbatConfig {
     pub current_filter: usize,
     /// One-minute intervals of base-delay history.
     pub base_history: usize,
+    /// NewReno slow start until the first loss (ns-3's `TcpLedbat`).
+    pub slow_start: bool,
 }
 
 const PARAMS: &[Param] = &[
@@ -121,6 +132,12 @@ const PARAMS: &[Param] = &[
         default: "10",
         help: "BASE_HISTORY: minutes of base-delay minima",
     },
+    Param {
+        name: "slow_start",
+        kind: Kind::Bool,
+        default: "off",
+        help: "NewReno slow start until the first loss (on: ns-3's TcpLedbat)",
+    },
 ];
 
 const MAX_FILTER: usize = 16;
@@ -137,6 +154,7 @@ impl LedbatConfig {
             min_cwnd: args.int("min_cwnd")?,
             current_filter: args.int("current_filter")? as usize,
             base_history: args.int("base_history")? as usize,
+            slow_start: args.bool("slow_start")?,
         })
     }
 }
@@ -178,6 +196,14 @@ pub struct Ledbat {
     knows_flight: bool,
     recovery_start: Option<Time>,
     queuing_delay: Duration,
+    /// `slow_start=on`: the window slow start ends at (bytes); infinite
+    /// until the first loss.
+    ssthresh: f64,
+    /// In slow start: from the start (`slow_start=on`) until the first loss
+    /// or `ssthresh`, and again after a persistent congestion. Once the delay
+    /// rule has taken over, a window below `ssthresh` (the flight-size cap,
+    /// an imposed window) does not slow-start again, as in ns-3.
+    slow_starting: bool,
 }
 
 impl Ledbat {
@@ -198,7 +224,14 @@ impl Ledbat {
             knows_flight: false,
             recovery_start: None,
             queuing_delay: Duration::ZERO,
+            ssthresh: f64::INFINITY,
+            slow_starting: config.slow_start,
         }
+    }
+
+    /// Whether the window grows by slow start now.
+    pub fn in_slow_start(&self) -> bool {
+        self.slow_starting
     }
 
     /// The current queueing-delay estimate.
@@ -278,6 +311,13 @@ impl CongestionControl for Ledbat {
         if ack.app_limited {
             return;
         }
+        if self.slow_starting {
+            self.cwnd += ack.bytes as f64;
+            if self.cwnd >= self.ssthresh {
+                self.slow_starting = false;
+            }
+            return;
+        }
         let target = self.config.target.as_secs_f64();
         let off_target = (target - self.queuing_delay.as_secs_f64()) / target;
         let mss = self.mss as f64;
@@ -302,9 +342,14 @@ impl CongestionControl for Ledbat {
         if new_period {
             self.recovery_start = Some(now);
             self.cwnd = self.cwnd.min((self.cwnd / 2.0).max(self.min_window()));
+            if self.config.slow_start {
+                self.ssthresh = self.cwnd;
+                self.slow_starting = false;
+            }
         }
         if event.persistent_congestion {
             self.cwnd = self.min_window();
+            self.slow_starting = self.config.slow_start;
         }
     }
 
@@ -324,7 +369,8 @@ impl CongestionControl for Ledbat {
     fn stats(&self) -> Stats {
         Stats {
             window: self.window(),
-            ssthresh: None,
+            ssthresh: (self.config.slow_start && self.ssthresh.is_finite())
+                .then_some(self.ssthresh as u64),
             pacing_rate: None,
             details: vec![
                 (

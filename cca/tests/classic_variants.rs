@@ -599,6 +599,53 @@ fn ledbat_settles_at_a_configured_target() {
     assert_eq!(model.totals(0).lost, 0);
 }
 
+#[test]
+fn ledbat_slow_starts_until_the_first_loss_only_when_asked() {
+    let rtt = ms(40);
+    // RFC 6817 (the default): from 2 segments, at most about GAIN = 1
+    // segment per round trip on an empty path.
+    let mut rfc = make("ledbat", &Env::with_mss(MSS));
+    let mut path = Path::new();
+    path.rounds(rfc.as_mut(), rtt, 5);
+    assert!(segments(rfc.as_ref()) <= 7.0, "{}", segments(rfc.as_ref()));
+    assert_eq!(rfc.stats().ssthresh, None);
+
+    // ns-3's TcpLedbat: slow start doubles the window each round trip from
+    // 10 segments...
+    let mut ss = make("ledbat(slow_start=on, init_cwnd=10)", &Env::with_mss(MSS));
+    let mut path = Path::new();
+    path.rounds(ss.as_mut(), rtt, 5);
+    assert_eq!(segments(ss.as_ref()), 320.0);
+    // ...until the first loss halves it; the delay rule grows it after, by
+    // at most a segment per round trip. (This path sends a whole window and
+    // then takes its ACKs, so RFC 6817's cap of the flight size plus one
+    // segment also shrinks it; a sender refilling the window on each ACK
+    // does not see that.)
+    path.loss(ss.as_mut());
+    assert_eq!(segments(ss.as_ref()), 160.0);
+    assert_eq!(ss.stats().ssthresh, Some(160 * MSS));
+    for _ in 0..5 {
+        let grew = path.growth(ss.as_mut(), rtt) / MSS as f64;
+        assert!(grew <= 1.01, "grew {grew} segments in a round trip");
+    }
+
+    // A persistent congestion restarts slow start, up to the halved window.
+    let mut ss = make("ledbat(slow_start=on, init_cwnd=10)", &Env::with_mss(MSS));
+    let mut path = Path::new();
+    path.rounds(ss.as_mut(), rtt, 5);
+    let event = CongestionEvent {
+        kind: CongestionKind::Loss,
+        sent_time: path.now,
+        lost_bytes: MSS,
+        persistent_congestion: true,
+    };
+    ss.on_congestion_event(path.now, &event);
+    assert_eq!(segments(ss.as_ref()), 2.0);
+    assert_eq!(ss.stats().ssthresh, Some(160 * MSS));
+    path.rounds(ss.as_mut(), rtt, 3);
+    assert_eq!(segments(ss.as_ref()), 16.0);
+}
+
 // ---------------------------------------------------------------- BBR
 
 /// BBR alone on a 10 Mbit/s, 40 ms link; `(time, mode, pacing gain, cycle index, window)`
