@@ -346,13 +346,14 @@ pub struct RrmqsKeys {
     pub window: Option<String>,
     /// Apply the feedback loop. Default true.
     pub feedback: Option<bool>,
-    /// `"drop"` (the thesis; default) or `"delay"`.
+    /// `"drop"` (the thesis; default), `"delay"` or `"probability"`.
     pub feedback_mode: Option<String>,
     /// Over-share threshold on the index. Default 1.2.
     pub upper: Option<f64>,
     /// Prioritise below this index. Default 0.8.
     pub lower: Option<f64>,
-    /// `delay` mode: weight of the newest window in the smoothed index. Default 0.3.
+    /// `delay` and `probability` modes: weight of the newest window in the
+    /// smoothed index. Default 0.3.
     pub smoothing: Option<f64>,
     /// A measuring flow idle this long is forgotten ("500ms").
     pub flow_idle_timeout: Option<String>,

@@ -33,7 +33,8 @@
 //! if `i < lower` (0.8), its main-queue packets go to a priority band served
 //! before the rest of the main queue. `"delay"`: an over-share variant's
 //! main-queue packets go to a low band served after the rest instead, on a
-//! smoothed index with hysteresis. Packets in the measuring queues are never
+//! smoothed index with hysteresis. `"probability"`: a fraction of them is
+//! dropped that grows with the smoothed index's excess. Packets in the measuring queues are never
 //! touched by feedback, so `v'` stays the fair baseline (the thesis says
 //! "drop all j's packets"; we read it as the main-queue packets).
 
@@ -96,7 +97,8 @@ pub struct RrmqsConfig {
     pub upper: f64,
     /// Under-share (priority) threshold on `i`. Default 0.8.
     pub lower: f64,
-    /// `delay` mode: weight of the newest window in the smoothed index.
+    /// `delay` and `probability` modes: weight of the newest window in the
+    /// smoothed index.
     /// Default 0.3.
     pub smoothing: f64,
     /// A measuring flow idle this long is forgotten. Default 500 ms.
@@ -473,14 +475,16 @@ impl<P: PacketHandle> Rrmqs<P> {
                 feedback: self.loops[k].action,
             };
         }
-        // The feedback for the next window. `delay` mode acts on each index
-        // relative to the window's mean index over the variants that have
-        // one (rrmqs_feedback's module doc).
+        // The feedback for the next window. `delay` and `probability` modes
+        // act on each index relative to the window's mean index over the
+        // variants that have one (rrmqs_feedback's module doc).
         if self.cfg.feedback {
             let mean_index = (n > 0 && sum > 0.0).then(|| sum / f64::from(n));
             for (k, w) in self.latest.variants.iter_mut().enumerate() {
                 let acted_on = match (self.law.mode, mean_index) {
-                    (FeedbackMode::Delay, Some(m)) => w.index.map(|i| i / m),
+                    (FeedbackMode::Delay | FeedbackMode::Probability, Some(m)) => {
+                        w.index.map(|i| i / m)
+                    }
                     _ => w.index,
                 };
                 self.loops[k] = self.law.next(self.loops[k], acted_on);
@@ -587,6 +591,12 @@ impl<P: PacketHandle> Rrmqs<P> {
             Feedback::Normal => Lane::Normal,
             Feedback::Priority => Lane::Priority,
             Feedback::Delay => Lane::Low,
+            Feedback::Thin => {
+                if rng::chance(&mut self.rng, self.loops[k].drop_probability) {
+                    return Err(DropReason::Feedback);
+                }
+                Lane::Normal
+            }
         };
         if self.main_full() {
             return Err(DropReason::Overlimit);

@@ -27,6 +27,24 @@
 //! with hysteresis: the variant is delayed from `s > upper` until `s <= 1`
 //! and prioritised from `s < lower` until `s >= 1`, where the fair share is.
 //! A window without an index keeps `s` and the action.
+//!
+//! **`probability`** (not in the thesis; a loop that takes rate from an
+//! over-share variant in proportion to its excess instead of all of it):
+//! the variant's main-queue packets are dropped with a probability `p`, an
+//! integral of the smoothed relative index's excess in the log domain,
+//!
+//! ```text
+//! e = clamp((s - 1) / (upper - 1), 0, 1)    when s >= 1
+//!     clamp((s - 1) / (1 - lower), -1, 0)   when s <  1
+//! p <- min(P_MAX, max(p, P_MIN) * 2^e)      when e > 0
+//!      p * 2^e, and 0 once below P_MIN      when e <= 0
+//! ```
+//!
+//! so `p` doubles per window at `s >= upper`, halves at `s <= lower` and
+//! settles where the variant's index is at the mean. Loss-based senders'
+//! rates fall as `p` grows (as `1 / sqrt(p)` for Reno), so the loop has a
+//! fixed point at the fair share. A variant with `p = 0` below `lower` is
+//! prioritised, as in the other modes.
 
 use crate::qdisc::ConfigError;
 
@@ -42,6 +60,9 @@ pub enum Feedback {
     Delay,
     /// Serve its main-queue packets before all others (`i < lower`).
     Priority,
+    /// Drop its main-queue packets with the loop's probability
+    /// (`probability` mode).
+    Thin,
 }
 
 /// How the loop acts on an over-share variant.
@@ -53,6 +74,8 @@ pub enum FeedbackMode {
     /// Queue them behind every other main-queue packet, with a smoothed
     /// index and hysteresis.
     Delay,
+    /// Drop a fraction of them that grows with the smoothed index's excess.
+    Probability,
 }
 
 impl FeedbackMode {
@@ -61,7 +84,10 @@ impl FeedbackMode {
         match s {
             "drop" => Ok(FeedbackMode::Drop),
             "delay" => Ok(FeedbackMode::Delay),
-            _ => Err(format!("{s:?}: give \"drop\" (the thesis) or \"delay\"")),
+            "probability" => Ok(FeedbackMode::Probability),
+            _ => Err(format!(
+                "{s:?}: give \"drop\" (the thesis), \"delay\" or \"probability\""
+            )),
         }
     }
 }
@@ -75,7 +101,8 @@ pub struct FeedbackLaw {
     pub upper: f64,
     /// Under-share threshold on the index.
     pub lower: f64,
-    /// `delay` mode: weight of the newest window in the smoothed index
+    /// `delay` and `probability` modes: weight of the newest window in the
+    /// smoothed index
     /// (1: no smoothing).
     pub smoothing: f64,
 }
@@ -85,9 +112,17 @@ pub struct FeedbackLaw {
 pub struct LoopState {
     /// The action in force.
     pub action: Feedback,
-    /// `delay` mode: the smoothed index.
+    /// `delay` and `probability` modes: the smoothed index.
     pub smoothed: Option<f64>,
+    /// `probability` mode: the drop probability of its main-queue packets.
+    pub drop_probability: f64,
 }
+
+/// `probability` mode: the smallest drop probability the loop starts from
+/// (below it, `p` is 0).
+pub const P_MIN: f64 = 1e-4;
+/// `probability` mode: the largest drop probability.
+pub const P_MAX: f64 = 0.5;
 
 impl FeedbackLaw {
     /// Check the parameters (`lower <= 1 <= upper` for the hysteresis).
@@ -98,6 +133,17 @@ impl FeedbackLaw {
                 "smoothing",
                 self.smoothing,
                 "(0, 1]",
+            ));
+        }
+        if self.mode == FeedbackMode::Probability && !(self.lower < 1.0 && self.upper > 1.0) {
+            return Err(ConfigError::new(
+                name,
+                "upper",
+                self.upper,
+                format!(
+                    "probability mode scales its steps by the distance to index 1: give lower < 1 < upper (lower = {})",
+                    self.lower
+                ),
             ));
         }
         if self.mode == FeedbackMode::Delay && !(self.lower <= 1.0 && self.upper >= 1.0) {
@@ -124,15 +170,46 @@ impl FeedbackLaw {
                     _ => Feedback::Normal,
                 },
                 smoothed: index,
+                drop_probability: 0.0,
             },
+            FeedbackMode::Probability => {
+                let Some(i) = index else {
+                    return state;
+                };
+                let s = self.smooth(state.smoothed, i);
+                let e = if s >= 1.0 {
+                    ((s - 1.0) / (self.upper - 1.0)).min(1.0)
+                } else {
+                    ((s - 1.0) / (1.0 - self.lower)).max(-1.0)
+                };
+                let p = if e > 0.0 {
+                    (state.drop_probability.max(P_MIN) * e.exp2()).min(P_MAX)
+                } else {
+                    let p = state.drop_probability * e.exp2();
+                    if p < P_MIN {
+                        0.0
+                    } else {
+                        p
+                    }
+                };
+                let action = if p > 0.0 {
+                    Feedback::Thin
+                } else if s < self.lower {
+                    Feedback::Priority
+                } else {
+                    Feedback::Normal
+                };
+                LoopState {
+                    action,
+                    smoothed: Some(s),
+                    drop_probability: p,
+                }
+            }
             FeedbackMode::Delay => {
                 let Some(i) = index else {
                     return state;
                 };
-                let s = match state.smoothed {
-                    Some(s) => s + self.smoothing * (i - s),
-                    None => i,
-                };
+                let s = self.smooth(state.smoothed, i);
                 let action = if s > self.upper {
                     Feedback::Delay
                 } else if s < self.lower {
@@ -147,8 +224,17 @@ impl FeedbackLaw {
                 LoopState {
                     action,
                     smoothed: Some(s),
+                    drop_probability: 0.0,
                 }
             }
+        }
+    }
+
+    /// The smoothed index after a window whose index is `i`.
+    fn smooth(&self, smoothed: Option<f64>, i: f64) -> f64 {
+        match smoothed {
+            Some(s) => s + self.smoothing * (i - s),
+            None => i,
         }
     }
 }
@@ -241,6 +327,58 @@ mod tests {
     }
 
     #[test]
+    fn probability_mode_doubles_and_halves_its_drop_probability_around_the_fair_share() {
+        let l = law(FeedbackMode::Probability, 1.0);
+        let step = |s: LoopState, i: f64| l.next(s, Some(i));
+        // Above `upper`: starts at P_MIN and doubles each window, up to P_MAX.
+        let mut s = step(LoopState::default(), 1.5);
+        assert_eq!(
+            (s.action, s.drop_probability),
+            (Feedback::Thin, 2.0 * P_MIN)
+        );
+        s = step(s, 1.2);
+        assert_eq!(s.drop_probability, 4.0 * P_MIN);
+        for _ in 0..20 {
+            s = step(s, 3.0);
+        }
+        assert_eq!(s.drop_probability, P_MAX);
+        // Between 1 and `upper` it grows by less: 1.1 is half way, 2^0.5.
+        let half = step(s, 1.1);
+        assert_eq!(half.drop_probability, P_MAX, "capped");
+        let mut low = LoopState {
+            drop_probability: 0.01,
+            ..s
+        };
+        low = step(low, 1.1);
+        assert!((low.drop_probability - 0.01 * 2f64.sqrt()).abs() < 1e-12);
+        // At the fair share it holds; below it, it falls, halving at `lower`.
+        assert_eq!(step(low, 1.0).drop_probability, low.drop_probability);
+        let fell = step(low, 0.9);
+        assert!((fell.drop_probability - low.drop_probability / 2f64.sqrt()).abs() < 1e-12);
+        assert!((step(low, 0.5).drop_probability - low.drop_probability / 2.0).abs() < 1e-12);
+        // Below P_MIN it is 0: normal, or prioritised below `lower`.
+        let tiny = LoopState {
+            drop_probability: 1.2 * P_MIN,
+            ..low
+        };
+        let off = step(tiny, 0.9);
+        assert_eq!((off.action, off.drop_probability), (Feedback::Normal, 0.0));
+        assert_eq!(step(off, 0.7).action, Feedback::Priority);
+        // A window without an index changes nothing.
+        assert_eq!(l.next(low, None), low);
+    }
+
+    #[test]
+    fn probability_mode_smooths_the_index() {
+        let l = law(FeedbackMode::Probability, 0.3);
+        // One noisy window at 1.5 among fair ones moves s to 1.15 only.
+        let s = l.next(l.next(LoopState::default(), Some(1.0)), Some(1.5));
+        assert!((s.smoothed.unwrap() - 1.15).abs() < 1e-12);
+        let e: f64 = 0.15 / 0.2;
+        assert!((s.drop_probability - P_MIN * e.exp2()).abs() < 1e-15);
+    }
+
+    #[test]
     fn parameters_are_checked() {
         assert!(law(FeedbackMode::Delay, 0.0).validate("rrmqs").is_err());
         assert!(law(FeedbackMode::Delay, 1.5).validate("rrmqs").is_err());
@@ -250,6 +388,14 @@ mod tests {
         assert!(l.validate("rrmqs").is_err());
         l.mode = FeedbackMode::Drop;
         assert!(l.validate("rrmqs").is_ok(), "drop mode has no hysteresis");
+        let mut p = law(FeedbackMode::Probability, 0.5);
+        assert!(p.validate("rrmqs").is_ok());
+        p.upper = 1.0;
+        assert!(p.validate("rrmqs").is_err(), "no step scale at upper = 1");
+        assert_eq!(
+            FeedbackMode::parse("probability"),
+            Ok(FeedbackMode::Probability)
+        );
         assert_eq!(FeedbackMode::parse("delay"), Ok(FeedbackMode::Delay));
         assert!(FeedbackMode::parse("slow").is_err());
     }

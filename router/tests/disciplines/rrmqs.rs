@@ -197,6 +197,71 @@ fn meter_index_and_feedback() {
 }
 
 #[test]
+fn probability_feedback_takes_an_over_share_variant_to_the_mean_by_dropping_a_fraction() {
+    let c = RrmqsConfig {
+        feedback_mode: FeedbackMode::Probability,
+        smoothing: 0.5,
+        ..cfg()
+    };
+    let mut q = Rrmqs::new(&c).unwrap();
+    let window = |k: u64| Time::from_millis(100 * k);
+    // Per window: each variant's two measuring flows send 50 packets each;
+    // A's four main-queue flows offer 80 each (i = 1.6 without feedback),
+    // B's and C's 50 (i = 1). Every window is drained, so the queue is never
+    // full and only the loop drops.
+    let (mut offered_main, mut dropped_main) = (0u64, 0u64);
+    let (mut measuring_dropped, mut others_offered, mut others_dropped) = (0u64, 0u64, 0u64);
+    for k in 0..60u64 {
+        let mut t = window(k).as_nanos() + 1_000;
+        for (v, base, main) in [(A, 100, 80), (B, 200, 50), (C, 300, 50)] {
+            for flow in 0..6u64 {
+                let n = if flow < 2 { 50 } else { main };
+                for _ in 0..n {
+                    t += 1_000;
+                    let r = q.enqueue(vpkt(base + flow, v, 100), Time::from_nanos(t));
+                    let dropped = r.drop_reason() == Some(DropReason::Feedback);
+                    if flow < 2 {
+                        measuring_dropped += u64::from(dropped);
+                    } else if v != A {
+                        others_offered += 1;
+                        others_dropped += u64::from(dropped);
+                    } else if k >= 40 {
+                        offered_main += 1;
+                        dropped_main += u64::from(dropped);
+                    }
+                }
+            }
+        }
+        while q.dequeue(Time::from_nanos(t)).is_some() {}
+        q.poll(window(k + 1));
+    }
+    // Measuring flows are never dropped; B and C, which the loop may thin
+    // a little when A's excess is overcorrected, lose under 1 %; A loses,
+    // in the last 20 windows, about the fraction that brings it to the
+    // others' level: 80 (1 - p) = 50 is p = 0.375.
+    assert_eq!(measuring_dropped, 0);
+    assert!(
+        others_dropped * 100 < others_offered,
+        "B and C lost {others_dropped} of {others_offered}"
+    );
+    assert_eq!(q.feedback(A), Feedback::Thin);
+    let p = dropped_main as f64 / offered_main as f64;
+    assert!(
+        (0.25..0.5).contains(&p),
+        "dropped {p} of A's main-queue packets"
+    );
+    let w = q.latest_window();
+    let mean = [A, B, C]
+        .iter()
+        .map(|v| w.variant(*v).unwrap().index.unwrap())
+        .sum::<f64>()
+        / 3.0;
+    let a = w.variant(A).unwrap().index.unwrap() / mean;
+    assert!((0.85..1.15).contains(&a), "A at {a} of the mean index");
+    assert_accounting(&q);
+}
+
+#[test]
 fn delay_feedback_serves_an_over_share_variant_last_and_keeps_metering_it() {
     let c = RrmqsConfig {
         feedback_mode: FeedbackMode::Delay,
