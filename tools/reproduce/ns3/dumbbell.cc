@@ -78,6 +78,16 @@
 // packet of the flow dropped at the bottleneck; `C,t_ns,flow,cwnd_bytes` the
 // sender's window, sampled every 100 ms (tools/reproduce/loss-events.py reads
 // it beside Tollgate's TOLLGATE_TRACE).
+// The Cebinae artifact's dumbbell (eniac/Cebinae, ns/cebinae/dumbbell_long):
+// --accessMbps=R (default 1000) sets every access link's rate, senders' and
+// receivers'; --leafSplit=1 puts half of each flow's access delay on its
+// sender's link and half on its receiver's (the artifact's leaf links; by
+// default the sender's link carries it all); --mss=B (default 1448) is the
+// segment size (the artifact's 1440); --fifo=N puts ns-3's FifoQueueDisc of
+// N packets in front of the bottleneck's device queue of --buf packets (the
+// artifact: --fifo=250 --buf=100); --from2=S adds a second measurement from S
+// s to the end (goodput2_mbps per flow, jfi2 in the summary; the artifact
+// measures from 1 s, the start of its flows, to 100 s).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -100,6 +110,8 @@
 using namespace ns3;
 
 static double g_from = 60;
+static double g_from2 = -1;          // --from2: a second measurement window
+static double g_accessMbps = 1000;   // --accessMbps
 
 // A point-to-point channel whose deliveries get an extra random delay uniform
 // in [0, jitter], FIFO per direction (Tollgate's host jitter, placed on the
@@ -133,7 +145,7 @@ AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
     if (jitterNs == 0)
     {
         PointToPointHelper acc;
-        acc.SetDeviceAttribute("DataRate", StringValue("1Gbps"));
+        acc.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(g_accessMbps * 1e6))));
         acc.SetChannelAttribute("Delay", TimeValue(delay));
         return acc.Install(a, b);
     }
@@ -145,7 +157,7 @@ AccessLink(Ptr<Node> a, Ptr<Node> b, Time delay, int64_t jitterNs)
     {
         Ptr<PointToPointNetDevice> dev = CreateObject<PointToPointNetDevice>();
         dev->SetAddress(Mac48Address::Allocate());
-        dev->SetDataRate(DataRate("1Gbps"));
+        dev->SetDataRate(DataRate(uint64_t(g_accessMbps * 1e6)));
         n->AddDevice(dev);
         Ptr<DropTailQueue<Packet>> q = CreateObject<DropTailQueue<Packet>>();
         q->SetMaxSize(QueueSize("100000p"));
@@ -314,6 +326,7 @@ static FILE* g_trace = nullptr; // --trace
 static std::vector<uint32_t> g_cwnd; // each sender's window, bytes (--trace)
 static std::vector<uint64_t> g_arrivals;
 static std::vector<uint64_t> g_rx;
+static std::vector<uint64_t> g_rx2; // --from2
 static std::vector<Ipv4Address> g_src;
 
 static Ptr<Queue<Packet>> g_q;
@@ -500,6 +513,8 @@ OnRx(int f, Ptr<const Packet> p, const Address&)
 {
     if (Simulator::Now().GetSeconds() >= g_from)
         g_rx[f] += p->GetSize();
+    if (g_from2 >= 0 && Simulator::Now().GetSeconds() >= g_from2)
+        g_rx2[f] += p->GetSize();
 }
 
 static void
@@ -597,6 +612,9 @@ main(int argc, char* argv[])
     double redMin = 0, redMax = 0;    // --red=MIN,MAX: RED queue disc
     bool backlog = false;             // --backlog=1: sample the mean backlog
     bool fqcodel = false;             // --fqcodel=1: FQ-CoDel queue disc
+    uint32_t fifo = 0;                // --fifo=N: FIFO queue disc of N packets
+    bool leafSplit = false;           // --leafSplit=1: access delay on both sides
+    uint32_t mss = 1448;              // --mss=B
     double floodMbps = 0, floodRttMs = 20, floodStart = 1; // --floodMbps, --floodRtt, --floodStart
     std::string tracePath;            // --trace=FILE
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
@@ -663,6 +681,11 @@ main(int argc, char* argv[])
         }
         else if (k == "backlog") backlog = v == "1" || v == "true";
         else if (k == "fqcodel") fqcodel = v == "1" || v == "true";
+        else if (k == "fifo") fifo = std::stoul(v);
+        else if (k == "leafSplit") leafSplit = v == "1" || v == "true";
+        else if (k == "mss") mss = std::stoul(v);
+        else if (k == "accessMbps") g_accessMbps = std::stod(v);
+        else if (k == "from2") g_from2 = std::stod(v);
         else if (k == "floodMbps") floodMbps = std::stod(v);
         else if (k == "floodRtt") floodRttMs = std::stod(v);
         else if (k == "floodStart") floodStart = std::stod(v);
@@ -693,9 +716,9 @@ main(int argc, char* argv[])
     }
 
     RngSeedManager::SetRun(run);
-    if (fqcodel && redMax > 0)
+    if ((fqcodel && redMax > 0) || (fifo > 0 && (fqcodel || redMax > 0)))
     {
-        fprintf(stderr, "--fqcodel and --red: one queue disc at a time\n");
+        fprintf(stderr, "--fqcodel, --red and --fifo: one queue disc at a time\n");
         return 2;
     }
     g_flood = floodMbps > 0;
@@ -732,7 +755,7 @@ main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                        TypeIdValue(recovery == "prr" ? TcpPrrRecovery::GetTypeId()
                                                      : TcpClassicRecovery::GetTypeId()));
-    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(32 << 20));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(32 << 20));
     Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delack));
@@ -746,6 +769,7 @@ main(int argc, char* argv[])
     g_drops.assign(n, 0);
     g_arrivals.assign(n, 0);
     g_rx.assign(n, 0);
+    g_rx2.assign(n, 0);
     g_src.assign(n, Ipv4Address());
     starts.resize(std::max(starts.size(), n), 0.0);
     if (startJitter > 0)
@@ -771,6 +795,7 @@ main(int argc, char* argv[])
     bott.SetChannelAttribute("Delay", TimeValue(bottleneckDelay));
     bool red = redMax > 0;
     bool qdisc = red || fqcodel;
+    bott.SetDeviceAttribute("Mtu", UintegerValue(1500));
     bott.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue(qdisc ? "1p" : std::to_string(buf) + "p"));
     NetDeviceContainer bd = bott.Install(rt.Get(0), rt.Get(1));
 
@@ -801,10 +826,17 @@ main(int argc, char* argv[])
         g_qdisc->TraceConnectWithoutContext("Dequeue", MakeCallback(&OnQdiscDequeue));
         g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscForget));
     }
+    if (fifo > 0)
+    {
+        tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize(std::to_string(fifo) + "p")));
+        QueueDiscContainer qdc = tch.Install(bd.Get(0));
+        g_qdisc = qdc.Get(0);
+        g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
+    }
     Ipv4AddressHelper addr;
     addr.SetBase("10.9.0.0", "255.255.255.0");
     addr.Assign(bd);
-    if (!qdisc)
+    if (!qdisc && fifo == 0)
         tch.Uninstall(bd.Get(0));
     for (size_t i = 0; i < ccaList.size() && i < n; i++)
     {
@@ -819,12 +851,14 @@ main(int argc, char* argv[])
     for (size_t i = 0; i < n; i++)
     {
         int64_t jit = int64_t(jitterUs * 1e3 + 0.5);
+        double accessMs = rtts[i] / 2 - bottleneckDelayMs;
+        double recvMs = leafSplit ? accessMs / 2 : 0;
         NetDeviceContainer a = AccessLink(snd.Get(i), rt.Get(0),
-                                          NanoSeconds(int64_t((rtts[i] / 2 - bottleneckDelayMs) * 1e6 + 0.5)), jit);
+                                          NanoSeconds(int64_t((accessMs - recvMs) * 1e6 + 0.5)), jit);
         addr.SetBase(("10.1." + std::to_string(i) + ".0").c_str(), "255.255.255.0");
         Ipv4InterfaceContainer ia = addr.Assign(a);
         g_src[i] = ia.GetAddress(0);
-        NetDeviceContainer r = AccessLink(rt.Get(1), rcv.Get(i), Seconds(0), jit);
+        NetDeviceContainer r = AccessLink(rt.Get(1), rcv.Get(i), NanoSeconds(int64_t(recvMs * 1e6 + 0.5)), jit);
         addr.SetBase(("10.2." + std::to_string(i) + ".0").c_str(), "255.255.255.0");
         Ipv4InterfaceContainer ir = addr.Assign(r);
 
@@ -903,7 +937,7 @@ main(int argc, char* argv[])
     double span = duration - g_from;
     if (many)
     {
-        double sum = 0, sq = 0;
+        double sum = 0, sq = 0, sum2 = 0, sq2 = 0;
         for (size_t i = 0; i < n; i++)
         {
             double g = g_rx[i] * 8 / span / 1e6;
@@ -912,6 +946,13 @@ main(int argc, char* argv[])
             printf("flow=%zu rtt_ms=%g cca=%s goodput_mbps=%.3f drops=%lu", i, rtts[i],
                    i < ccaList.size() ? ccaList[i].c_str() : (cubic ? "cubic" : libra ? "libra" : "newreno"), g,
                    g_drops[i]);
+            if (g_from2 >= 0)
+            {
+                double g2 = g_rx2[i] * 8 / (duration - g_from2) / 1e6;
+                sum2 += g2;
+                sq2 += g2 * g2;
+                printf(" goodput2_mbps=%.3f", g2);
+            }
             PrintLibra(snd.Get(i));
             printf("\n");
         }
@@ -920,6 +961,8 @@ main(int argc, char* argv[])
             printf("flow=flood rtt_ms=%g cca=udp-cbr goodput_mbps=%.3f drops=%lu\n", floodRttMs, flood,
                    g_floodDrops);
         printf("total_mbps=%.3f jfi=%.4f", sum, sq > 0 ? sum * sum / (n * sq) : 0.0);
+        if (g_from2 >= 0)
+            printf(" total2_mbps=%.3f jfi2=%.4f", sum2, sq2 > 0 ? sum2 * sum2 / (n * sq2) : 0.0);
         if (g_flood)
             printf(" tcp_share=%.4f", sum + flood > 0 ? sum / (sum + flood) : 0.0);
         if (fqcodel)
