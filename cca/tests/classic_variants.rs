@@ -129,11 +129,16 @@ impl Path {
 
     /// A loss of a packet sent just now; later packets are outside its recovery period.
     fn loss(&mut self, cca: &mut dyn CongestionControl) {
+        self.congestion(cca, false);
+    }
+
+    /// [`Path::loss`], declared a persistent congestion or not.
+    fn congestion(&mut self, cca: &mut dyn CongestionControl, persistent_congestion: bool) {
         let event = CongestionEvent {
             kind: CongestionKind::Loss,
             sent_time: self.now,
             lost_bytes: MSS,
-            persistent_congestion: false,
+            persistent_congestion,
         };
         cca.on_congestion_event(self.now, &event);
         self.now = self.now + Duration::from_micros(1);
@@ -633,13 +638,7 @@ fn ledbat_slow_starts_until_the_first_loss_only_when_asked() {
     let mut ss = make("ledbat(slow_start=on, init_cwnd=10)", &Env::with_mss(MSS));
     let mut path = Path::new();
     path.rounds(ss.as_mut(), rtt, 5);
-    let event = CongestionEvent {
-        kind: CongestionKind::Loss,
-        sent_time: path.now,
-        lost_bytes: MSS,
-        persistent_congestion: true,
-    };
-    ss.on_congestion_event(path.now, &event);
+    path.congestion(ss.as_mut(), true);
     assert_eq!(segments(ss.as_ref()), 2.0);
     assert_eq!(ss.stats().ssthresh, Some(160 * MSS));
     path.rounds(ss.as_mut(), rtt, 3);
