@@ -792,11 +792,65 @@ pub fn write(dir: &Path, r: &Results) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Read a results file.
+/// Read a results file: JSON of [`Results`] whose series have the shape
+/// [`check_shape`] asks for.
 pub fn read(path: &Path) -> anyhow::Result<Results> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let r: Results =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    check_shape(&r).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e} (a results.json that Tollgate wrote has one value per sample in every series and one goodput series per flow; this one was cut or edited)",
+            path.display()
+        )
+    })?;
+    Ok(r)
+}
+
+/// What [`csv`], [`table`] and the plots index by: one value per sample
+/// (`series.t_s`) in `jain`, `fairness_ratio` and every flow's and port's
+/// series, one goodput series per flow, one delay series per queue series,
+/// and flow ids `0, 1, ...` in order (ids index the goodput series).
+pub fn check_shape(r: &Results) -> Result<(), String> {
+    let s = &r.series;
+    let n = s.t_s.len();
+    let per_sample = |name: &str, len: usize| {
+        if len == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "series.{name} has {len} values where series.t_s has {n}"
+            ))
+        }
+    };
+    per_sample("jain", s.jain.len())?;
+    per_sample("fairness_ratio", s.fairness_ratio.len())?;
+    if s.flow_goodput_mbps.len() != r.flows.len() {
+        return Err(format!(
+            "series.flow_goodput_mbps has {} flows where flows has {}",
+            s.flow_goodput_mbps.len(),
+            r.flows.len()
+        ));
+    }
+    for (i, g) in s.flow_goodput_mbps.iter().enumerate() {
+        per_sample(&format!("flow_goodput_mbps[{i}]"), g.len())?;
+    }
+    if s.queue_packets.len() != s.queue_delay_ms.len() {
+        return Err(format!(
+            "series.queue_packets has {} ports where series.queue_delay_ms has {}",
+            s.queue_packets.len(),
+            s.queue_delay_ms.len()
+        ));
+    }
+    for (i, (q, d)) in s.queue_packets.iter().zip(&s.queue_delay_ms).enumerate() {
+        per_sample(&format!("queue_packets[{i}]"), q.len())?;
+        per_sample(&format!("queue_delay_ms[{i}]"), d.len())?;
+    }
+    if let Some((i, f)) = r.flows.iter().enumerate().find(|(i, f)| f.id != *i) {
+        return Err(format!("flows[{i}].id is {}, not {i}", f.id));
+    }
+    Ok(())
 }
 
 /// Per-flow time series as CSV: `t_s, flow0_mbps, ..., jain, fairness_ratio,
@@ -1061,5 +1115,27 @@ mod tests {
         // Counted once: 250 kB in all, 125 kB of them in the third second.
         assert!((g[2] - 1.0).abs() < 1e-9, "{g:?}");
         assert!(r.flows[0].goodput_mbps.is_finite());
+    }
+
+    /// The input the `results_json` fuzzer found: a results.json whose
+    /// second flow's goodput series is shorter than `series.t_s` made `csv`
+    /// (which `tollgate testbed` runs on a remote host's results.json) index
+    /// out of bounds.
+    #[test]
+    fn a_series_shorter_than_its_samples_is_an_error_naming_it() {
+        let dir = std::env::temp_dir().join(format!("tollgate-shape-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("results.json");
+        std::fs::write(
+            &path,
+            include_str!("../../fuzz/corpus/results_json/crash-series-shorter-than-samples"),
+        )
+        .unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("series.flow_goodput_mbps[1] has 5 values where series.t_s has 10"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
