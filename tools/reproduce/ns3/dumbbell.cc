@@ -88,6 +88,10 @@
 // artifact: --fifo=250 --buf=100); --from2=S adds a second measurement from S
 // s to the end (goodput2_mbps per flow, jfi2 in the summary; the artifact
 // measures from 1 s, the start of its flows, to 100 s).
+// --cebinae=DT_MS,L_US,P,TAU,DPORT,DFLOW,PERQ puts the artifact's Cebinae
+// on the bottleneck (class CebinaeQd below; --cebinaeBookkeeping=tollgate
+// switches to Tollgate's rate installation); --minRto=S sets TCP's minimum
+// retransmission timeout (ns-3's default, and the artifact's, is 1 s).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
 // Drops: with no queue disc on the bottleneck device and the device queue
@@ -104,6 +108,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -215,6 +220,191 @@ class Taxed : public Base
 // estimator's gain to 1 when a flow runs Libra: the estimate is then the
 // latest sample. With TCP timestamps (ns-3's default) samples have 1 ms
 // granularity; --timestamps=0 gives exact samples from the send times.
+
+// --cebinae=DT_MS,L_US,P,TAU,DPORT,DFLOW,PERQ: Cebinae (Yu et al., SIGCOMM
+// '22) on the bottleneck, written after the artifact's ns-3 queue disc
+// (eniac/Cebinae, CebinaeQueueDisc): two drop-tail queues of PERQ packets
+// (head and tail) in front of the device queue of --buf packets, roles
+// swapped every DT; RECONFIG at DT - L gives priority to the next head and,
+// every P rounds, finds the port saturated if it dequeued more than
+// (1 - DPORT) of the line's bytes, then taxes the flows within DFLOW of the
+// largest (top) to (1 - TAU) of their bytes; the other flows get the rest.
+// Each class (top, bot) has one byte counter: an arrival goes to the head
+// queue while the counter is within the head's rate x DT, to the tail while
+// within both rates x DT, else it is dropped; every arrival, dropped or
+// not, then sets it to max(counter, head rate x t) + size. ROTATE subtracts
+// the head's rate x DT. As in the artifact, ROTATE writes the rates computed
+// at the last RECONFIG only into the queue that becomes the tail (the new
+// head keeps the rates it had), and an unsaturated evaluation sets the top
+// rate to 0, so the top counter is not drained while no flow is top.
+// --cebinaeBookkeeping=tollgate installs the computed rates on both queues
+// at ROTATE, gives the top class the line rate while no flow is top and
+// counts admitted packets only (Tollgate's router/src/cebinae.rs).
+// Flows are told apart by source address; the summary line adds the
+// evaluations, saturated ones, LBF drops and tail-queue arrivals.
+class CebinaeQd : public QueueDisc
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("TgCebinaeQd").SetParent<QueueDisc>().SetGroupName("TrafficControl")
+                                .AddConstructor<CebinaeQd>();
+        return tid;
+    }
+    CebinaeQd()
+        : QueueDisc(QueueDiscSizePolicy::MULTIPLE_QUEUES)
+    {
+    }
+    double line = 100e6; // bit/s
+    Time dt = MilliSeconds(12), l = MicroSeconds(10);
+    uint32_t p = 1, perQueue = 100;
+    double tau = 0.01, dPort = 0.01, dFlow = 0.01;
+    bool tollgate = false;
+    uint64_t evals = 0, saturated = 0, lbfDrops = 0, tailArrivals = 0;
+
+    void Start()
+    {
+        for (int q = 0; q < 2; q++)
+        {
+            rateTop[q] = tollgate ? line : 0;
+            rateBot[q] = line;
+        }
+        compTop = rateTop[0];
+        compBot = line;
+        Simulator::Schedule(dt - l, &CebinaeQd::Reconfig, this);
+    }
+
+  private:
+    int head = 0, prio = 0;
+    double rateTop[2] = {0, 0}, rateBot[2] = {0, 0}; // bit/s, per queue
+    double compTop = 0, compBot = 0, lastTop = 0, lastBot = 0;
+    double bytesTop = 0, bytesBot = 0;
+    Time base;
+    uint32_t rounds = 0;
+    uint64_t portBytes = 0;
+    std::map<uint32_t, uint64_t> flowBytes;
+    std::set<uint32_t> top;
+
+    static uint32_t Src(Ptr<const QueueDiscItem> item)
+    {
+        Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+        return ip ? ip->GetHeader().GetSource().Get() : 0;
+    }
+
+    void Reconfig()
+    {
+        prio = 1 - head;
+        if (++rounds % p == 0)
+        {
+            rounds = 0;
+            evals++;
+            double window = p * dt.GetSeconds();
+            top.clear();
+            if (portBytes * 8.0 > line * window * (1 - dPort))
+            {
+                saturated++;
+                uint64_t max = 0, sum = 0;
+                for (auto& [f, b] : flowBytes)
+                    max = std::max(max, b);
+                for (auto& [f, b] : flowBytes)
+                    if (b > max * (1 - dFlow))
+                    {
+                        top.insert(f);
+                        sum += b;
+                    }
+                compTop = std::min(sum * (1 - tau) * 8 / window, line * (1 - tau));
+                compBot = line - compTop;
+            }
+            else
+            {
+                compTop = tollgate ? line : 0;
+                compBot = line;
+            }
+            flowBytes.clear();
+            portBytes = 0;
+        }
+        lastTop = rateTop[head];
+        lastBot = rateBot[head];
+        Simulator::Schedule(l, &CebinaeQd::Rotate, this);
+    }
+
+    void Rotate()
+    {
+        if (tollgate)
+            for (int q = 0; q < 2; q++)
+            {
+                rateTop[q] = compTop;
+                rateBot[q] = compBot;
+            }
+        else
+        {
+            rateTop[head] = compTop; // the queue that becomes the tail
+            rateBot[head] = compBot;
+        }
+        bytesTop = std::max(0.0, bytesTop - lastTop * dt.GetSeconds() / 8);
+        bytesBot = std::max(0.0, bytesBot - lastBot * dt.GetSeconds() / 8);
+        base += dt;
+        head = 1 - head;
+        Simulator::Schedule(dt - l, &CebinaeQd::Reconfig, this);
+    }
+
+    bool DoEnqueue(Ptr<QueueDiscItem> item) override
+    {
+        bool isTop = top.count(Src(item)) > 0;
+        double* rate = isTop ? rateTop : rateBot;
+        double& bytes = isTop ? bytesTop : bytesBot;
+        double t = (Simulator::Now() - base).GetSeconds(), d = dt.GetSeconds();
+        double entitled = t < d ? rate[head] * t / 8 : (rate[head] * d + rate[1 - head] * (t - d)) / 8;
+        double headBudget = rate[head] * d / 8, tailBudget = rate[1 - head] * d / 8;
+        int q = bytes <= headBudget ? head : bytes <= headBudget + tailBudget ? 1 - head : -1;
+        double next = std::max(bytes, entitled) + item->GetSize();
+        if (!tollgate)
+            bytes = next;
+        if (q < 0)
+        {
+            lbfDrops++;
+            DropBeforeEnqueue(item, "LBF");
+            return false;
+        }
+        tailArrivals += q != head;
+        if (GetInternalQueue(q)->GetNPackets() >= perQueue)
+        {
+            DropBeforeEnqueue(item, "Full");
+            return false;
+        }
+        bool ok = GetInternalQueue(q)->Enqueue(item);
+        if (ok && tollgate)
+            bytes = next;
+        return ok;
+    }
+
+    Ptr<QueueDiscItem> DoDequeue() override
+    {
+        Ptr<QueueDiscItem> item = GetInternalQueue(prio)->Dequeue();
+        if (!item)
+            item = GetInternalQueue(1 - prio)->Dequeue();
+        if (item)
+        {
+            portBytes += item->GetSize();
+            flowBytes[Src(item)] += item->GetSize();
+        }
+        return item;
+    }
+
+    bool CheckConfig() override
+    {
+        if (GetNInternalQueues() == 0)
+            for (int q = 0; q < 2; q++)
+                AddInternalQueue(CreateObjectWithAttributes<DropTailQueue<QueueDiscItem>>(
+                    "MaxSize", QueueSizeValue(QueueSize(std::to_string(perQueue + 1) + "p"))));
+        return GetNInternalQueues() == 2;
+    }
+
+    void InitializeParams() override
+    {
+    }
+};
+
 static double g_libraCapMbps = 100;
 static bool g_libraHandshakeRtt = true; // --libraHandshakeRtt
 class TcpLibra : public TcpCongestionOps
@@ -617,6 +807,9 @@ main(int argc, char* argv[])
     uint32_t mss = 1448;              // --mss=B
     double floodMbps = 0, floodRttMs = 20, floodStart = 1; // --floodMbps, --floodRtt, --floodStart
     std::string tracePath;            // --trace=FILE
+    std::vector<double> ceb;          // --cebinae=DT_MS,L_US,P,TAU,DPORT,DFLOW,PERQ
+    bool cebTollgate = false;         // --cebinaeBookkeeping=tollgate
+    double minRto = 0;                // --minRto=S (0: ns-3's default, 1 s)
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
     {
@@ -690,6 +883,20 @@ main(int argc, char* argv[])
         else if (k == "floodRtt") floodRttMs = std::stod(v);
         else if (k == "floodStart") floodStart = std::stod(v);
         else if (k == "trace") tracePath = v;
+        else if (k == "cebinae")
+        {
+            std::stringstream ss(v);
+            std::string item;
+            while (std::getline(ss, item, ','))
+                ceb.push_back(std::stod(item));
+            if (ceb.size() != 7)
+            {
+                fprintf(stderr, "--cebinae=DT_MS,L_US,P,TAU,DPORT,DFLOW,PERQ\n");
+                return 2;
+            }
+        }
+        else if (k == "cebinaeBookkeeping") cebTollgate = v == "tollgate";
+        else if (k == "minRto") minRto = std::stod(v);
         else if (k == "tax") g_tax = std::stod(v);
         else if (k == "cca")
         {
@@ -716,6 +923,13 @@ main(int argc, char* argv[])
     }
 
     RngSeedManager::SetRun(run);
+    if (!ceb.empty() && (fqcodel || redMax > 0 || fifo > 0))
+    {
+        fprintf(stderr, "--cebinae, --fqcodel, --red and --fifo: one queue disc at a time\n");
+        return 2;
+    }
+    if (minRto > 0)
+        Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(Seconds(minRto)));
     if ((fqcodel && redMax > 0) || (fifo > 0 && (fqcodel || redMax > 0)))
     {
         fprintf(stderr, "--fqcodel, --red and --fifo: one queue disc at a time\n");
@@ -833,10 +1047,30 @@ main(int argc, char* argv[])
         g_qdisc = qdc.Get(0);
         g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
     }
+    Ptr<CebinaeQd> cebQd;
+    if (!ceb.empty())
+    {
+        CebinaeQd::GetTypeId(); // registers the name
+        tch.SetRootQueueDisc("TgCebinaeQd");
+        QueueDiscContainer qdc = tch.Install(bd.Get(0));
+        g_qdisc = qdc.Get(0);
+        cebQd = DynamicCast<CebinaeQd>(g_qdisc);
+        cebQd->line = bottleneckMbps * 1e6;
+        cebQd->dt = NanoSeconds(int64_t(ceb[0] * 1e6 + 0.5));
+        cebQd->l = NanoSeconds(int64_t(ceb[1] * 1e3 + 0.5));
+        cebQd->p = uint32_t(ceb[2]);
+        cebQd->tau = ceb[3];
+        cebQd->dPort = ceb[4];
+        cebQd->dFlow = ceb[5];
+        cebQd->perQueue = uint32_t(ceb[6]);
+        cebQd->tollgate = cebTollgate;
+        cebQd->Start();
+        g_qdisc->TraceConnectWithoutContext("Drop", MakeCallback(&OnQdiscDrop));
+    }
     Ipv4AddressHelper addr;
     addr.SetBase("10.9.0.0", "255.255.255.0");
     addr.Assign(bd);
-    if (!qdisc && fifo == 0)
+    if (!qdisc && fifo == 0 && ceb.empty())
         tch.Uninstall(bd.Get(0));
     for (size_t i = 0; i < ccaList.size() && i < n; i++)
     {
@@ -978,6 +1212,9 @@ main(int argc, char* argv[])
         }
         if (backlog)
             printf(" qlen_mean_pkts=%.1f", g_qn ? g_qsum / g_qn : 0.0);
+        if (cebQd)
+            printf(" cebinae_evals=%lu saturated=%lu lbf_drops=%lu tail_arrivals=%lu", cebQd->evals,
+                   cebQd->saturated, cebQd->lbfDrops, cebQd->tailArrivals);
         printf("\n");
         if (getenv("NS3DBG") && fqcodel)
             fprintf(stderr, "FQ-CoDel flow queues in use: %zu, quantum %u bytes\n", g_qdisc->GetNQueueDiscClasses(),
