@@ -229,11 +229,6 @@ impl Ledbat {
         }
     }
 
-    /// Whether the window grows by slow start now.
-    pub fn in_slow_start(&self) -> bool {
-        self.slow_starting
-    }
-
     /// The current queueing-delay estimate.
     pub fn queuing_delay(&self) -> Duration {
         self.queuing_delay
@@ -369,8 +364,8 @@ impl CongestionControl for Ledbat {
     fn stats(&self) -> Stats {
         Stats {
             window: self.window(),
-            ssthresh: (self.config.slow_start && self.ssthresh.is_finite())
-                .then_some(self.ssthresh as u64),
+            // Finite only once a loss has ended slow start (`slow_start=on`).
+            ssthresh: self.ssthresh.is_finite().then_some(self.ssthresh as u64),
             pacing_rate: None,
             details: vec![
                 (

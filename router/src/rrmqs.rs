@@ -34,9 +34,10 @@
 //! before the rest of the main queue. `"delay"`: an over-share variant's
 //! main-queue packets go to a low band served after the rest instead, on a
 //! smoothed index with hysteresis. `"probability"`: a fraction of them is
-//! dropped that grows with the smoothed index's excess. Packets in the measuring queues are never
-//! touched by feedback, so `v'` stays the fair baseline (the thesis says
-//! "drop all j's packets"; we read it as the main-queue packets).
+//! dropped that grows with the smoothed index's excess. Packets in the
+//! measuring queues are never touched by feedback, so `v'` stays the fair
+//! baseline (the thesis says "drop all j's packets"; we read it as the
+//! main-queue packets).
 
 use std::time::Duration;
 
@@ -481,10 +482,8 @@ impl<P: PacketHandle> Rrmqs<P> {
         if self.cfg.feedback {
             let mean_index = (n > 0 && sum > 0.0).then(|| sum / f64::from(n));
             for (k, w) in self.latest.variants.iter_mut().enumerate() {
-                let acted_on = match (self.law.mode, mean_index) {
-                    (FeedbackMode::Delay | FeedbackMode::Probability, Some(m)) => {
-                        w.index.map(|i| i / m)
-                    }
+                let acted_on = match mean_index {
+                    Some(m) if self.law.mode.relative() => w.index.map(|i| i / m),
                     _ => w.index,
                 };
                 self.loops[k] = self.law.next(self.loops[k], acted_on);

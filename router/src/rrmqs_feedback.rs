@@ -79,6 +79,13 @@ pub enum FeedbackMode {
 }
 
 impl FeedbackMode {
+    /// Whether the loop acts on each index relative to the window's mean
+    /// index over the variants (`delay`, `probability`) rather than on the
+    /// index itself (`drop`, the thesis).
+    pub fn relative(self) -> bool {
+        self != FeedbackMode::Drop
+    }
+
     /// Parse `"drop"` or `"delay"`.
     pub fn parse(s: &str) -> Result<FeedbackMode, String> {
         match s {
@@ -172,70 +179,66 @@ impl FeedbackLaw {
                 smoothed: index,
                 drop_probability: 0.0,
             },
-            FeedbackMode::Probability => {
+            FeedbackMode::Delay | FeedbackMode::Probability => {
                 let Some(i) = index else {
                     return state;
                 };
-                let s = self.smooth(state.smoothed, i);
-                let e = if s >= 1.0 {
-                    ((s - 1.0) / (self.upper - 1.0)).min(1.0)
-                } else {
-                    ((s - 1.0) / (1.0 - self.lower)).max(-1.0)
+                let s = match state.smoothed {
+                    Some(s) => s + self.smoothing * (i - s),
+                    None => i,
                 };
-                let p = if e > 0.0 {
-                    (state.drop_probability.max(P_MIN) * e.exp2()).min(P_MAX)
+                let (action, drop_probability) = if self.mode == FeedbackMode::Delay {
+                    (self.delay_action(state.action, s), 0.0)
                 } else {
-                    let p = state.drop_probability * e.exp2();
-                    if p < P_MIN {
-                        0.0
-                    } else {
-                        p
-                    }
-                };
-                let action = if p > 0.0 {
-                    Feedback::Thin
-                } else if s < self.lower {
-                    Feedback::Priority
-                } else {
-                    Feedback::Normal
+                    self.thin(state.drop_probability, s)
                 };
                 LoopState {
                     action,
                     smoothed: Some(s),
-                    drop_probability: p,
-                }
-            }
-            FeedbackMode::Delay => {
-                let Some(i) = index else {
-                    return state;
-                };
-                let s = self.smooth(state.smoothed, i);
-                let action = if s > self.upper {
-                    Feedback::Delay
-                } else if s < self.lower {
-                    Feedback::Priority
-                } else if state.action == Feedback::Delay && s > 1.0 {
-                    Feedback::Delay
-                } else if state.action == Feedback::Priority && s < 1.0 {
-                    Feedback::Priority
-                } else {
-                    Feedback::Normal
-                };
-                LoopState {
-                    action,
-                    smoothed: Some(s),
-                    drop_probability: 0.0,
+                    drop_probability,
                 }
             }
         }
     }
 
-    /// The smoothed index after a window whose index is `i`.
-    fn smooth(&self, smoothed: Option<f64>, i: f64) -> f64 {
-        match smoothed {
-            Some(s) => s + self.smoothing * (i - s),
-            None => i,
+    /// `delay` mode: the action at smoothed index `s`, with hysteresis
+    /// around the fair share 1.
+    fn delay_action(&self, action: Feedback, s: f64) -> Feedback {
+        if s > self.upper || (action == Feedback::Delay && s > 1.0) {
+            Feedback::Delay
+        } else if s < self.lower || (action == Feedback::Priority && s < 1.0) {
+            Feedback::Priority
+        } else {
+            Feedback::Normal
         }
+    }
+
+    /// `probability` mode: the action and drop probability after a window
+    /// at smoothed index `s`, from the drop probability `p` in force.
+    fn thin(&self, p: f64, s: f64) -> (Feedback, f64) {
+        let e = if s >= 1.0 {
+            ((s - 1.0) / (self.upper - 1.0)).min(1.0)
+        } else {
+            ((s - 1.0) / (1.0 - self.lower)).max(-1.0)
+        };
+        let p = if e > 0.0 {
+            (p.max(P_MIN) * e.exp2()).min(P_MAX)
+        } else {
+            let p = p * e.exp2();
+            if p < P_MIN {
+                0.0
+            } else {
+                p
+            }
+        };
+        let action = if p > 0.0 {
+            Feedback::Thin
+        } else if s < self.lower {
+            Feedback::Priority
+        } else {
+            Feedback::Normal
+        };
+        (action, p)
     }
 }
 
