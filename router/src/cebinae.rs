@@ -23,17 +23,32 @@
 //! ([`DropReason::Overlimit`]). Then `b = max(b, e) + len`.
 //!
 //! **ROTATE** (every `dT`): for each class `b = max(0, b - rate_head * dT)`;
-//! the round base advances by `dT`; head and tail swap; the rates computed at
-//! the last RECONFIG are installed on both queues.
+//! the rates computed at the last RECONFIG are installed on the head queue,
+//! which then swaps roles with the tail; the round base advances by `dT`.
+//! A computed rate thus governs the tail for one round and reaches the head
+//! one round later, as in the artifact's queue disc, where ROTATE writes
+//! the rates into the queue that becomes the tail only.
 //!
 //! **RECONFIG** (at `dT - L` after each rotate): dequeue priority goes to the
 //! queue that will become head. Every `P` rounds: if
 //! `port_bytes * 8 > line_rate * P * dT * (1 - delta_port)` the port is
 //! saturated and `top_rate = min(sum(top_bytes) * (1 - tau) * 8 / (P dT),
 //! line_rate * (1 - tau))`, `bot_rate = line_rate - top_rate`; otherwise
-//! there are no top flows and `bot_rate = line_rate`. Then the flow cache and
+//! there are no top flows, `top_rate = 0` and `bot_rate = line_rate` (the
+//! artifact's values; both queues start with them). Then the flow cache and
 //! the port byte count are cleared. Bot flows thus receive all capacity not
-//! given to top flows: the tax is redistributed implicitly.
+//! given to top flows: the tax is redistributed implicitly. A flow that
+//! becomes top finds the head's top rate still 0 from the unsaturated
+//! rounds before: its first round's packets go to the tail, at the rate just
+//! computed.
+//!
+//! **One deviation from the artifact:** the artifact sets `b` on every
+//! arrival, dropped or not; Tollgate only on an admitted one. Counting drops,
+//! a class offered more than its rate (an unresponsive flood) would raise
+//! `b` by more per round than a ROTATE takes off, and the class would stay closed to all its flows while
+//! the flood lasts. On the artifact's two-flow scenario the difference moves
+//! throughput by 0.6 Mbit/s (router/README.md, "Cebinae's rate
+//! installation").
 //!
 //! The control loop runs inside `enqueue` / `dequeue` and [`Qdisc::poll`],
 //! driven only by `now`; no threads or timers. After a long idle gap the
@@ -53,6 +68,9 @@ use crate::ring::Fifo;
 const NAME: &str = "cebinae";
 const TOP: usize = 0;
 const BOT: usize = 1;
+/// The top class's rate on both queues while the port is unsaturated (no
+/// flow is top): 0, as in the artifact.
+const UNSATURATED_TOP: [f64; 2] = [0.0; 2];
 
 /// Cebinae parameters. Defaults are the ns-3 queue disc's except `dt`, `l`
 /// and `tau`, which are the ones that let Cebinae protect a TCP flow from an
@@ -371,9 +389,9 @@ impl<P: PacketHandle> Cebinae<P> {
             head: 0,
             reconfigured: false,
             class_bytes: [0.0; 2],
-            rate: [[line; 2]; 2],
+            rate: [UNSATURATED_TOP, [line; 2]],
             caps: [[0.0; 2]; 2],
-            computed: [line; 2],
+            computed: [0.0, line],
             base: None,
             next_due: 0,
             rounds_since_eval: 0,
@@ -386,16 +404,14 @@ impl<P: PacketHandle> Cebinae<P> {
             l: duration_nanos(config.l),
             counters: Counters::default(),
         };
-        c.install_rates([line; 2]);
+        c.set_caps();
         Ok(c)
     }
 
-    /// Install `per_class` (bytes per ns) on both queues, and the
-    /// admission thresholds that follow from them and the head.
-    fn install_rates(&mut self, per_class: [f64; 2]) {
+    /// The admission thresholds that follow from the rates and the head.
+    fn set_caps(&mut self) {
         let dt = self.dt as f64;
         for c in [TOP, BOT] {
-            self.rate[c] = [per_class[c]; 2];
             let (head, tail) = (self.rate[c][self.head], self.rate[c][1 - self.head]);
             self.caps[c] = [head * dt, (head + tail) * dt];
         }
@@ -411,7 +427,8 @@ impl<P: PacketHandle> Cebinae<P> {
         &self.report
     }
 
-    /// `(top, bot)` rates on the head queue, bit/s.
+    /// `(top, bot)` rates on the head queue, bit/s (the top rate is 0 while
+    /// the port is unsaturated).
     pub fn head_rates_bps(&self) -> (f64, f64) {
         (
             self.rate[TOP][self.head] * 8e9,
@@ -477,8 +494,9 @@ impl<P: PacketHandle> Cebinae<P> {
                 let skipped = (now.as_nanos() - rotate_at) / dt;
                 base = Time::from_nanos(rotate_at + skipped * dt);
                 self.class_bytes = [0.0; 2];
-                self.computed = [self.line; 2];
-                self.install_rates([self.line; 2]);
+                self.computed = [0.0, self.line];
+                self.rate = [UNSATURATED_TOP, [self.line; 2]];
+                self.set_caps();
                 self.detector.clear_top();
                 self.detector.clear_cache();
                 self.port_bytes = 0;
@@ -507,7 +525,7 @@ impl<P: PacketHandle> Cebinae<P> {
             (n, bytes)
         } else {
             self.detector.clear_top();
-            self.computed = [self.line, self.line];
+            self.computed = [0.0, self.line];
             (0, 0)
         };
         self.report = ReconfigReport {
@@ -531,9 +549,12 @@ impl<P: PacketHandle> Cebinae<P> {
         for c in [TOP, BOT] {
             // `caps[c][0]` is the head's `rate_head * dT`.
             self.class_bytes[c] = (self.class_bytes[c] - self.caps[c][0]).max(0.0);
+            // Into the queue that becomes the tail; the new head keeps the
+            // rates it got a round ago.
+            self.rate[c][self.head] = self.computed[c];
         }
         self.head = 1 - self.head;
-        self.install_rates(self.computed);
+        self.set_caps();
         self.reconfigured = false;
     }
 }
@@ -681,8 +702,10 @@ mod tests {
         let base = Time::from_nanos(5_000);
         q.advance(base);
         // A saturated evaluation gave the bot class 3/4 of the line.
+        // Two rotations install it on both queues.
         let bot = q.line * 0.75;
         q.computed = [q.line - bot, bot];
+        q.rotate();
         q.rotate();
         let (head, tail) = (q.head, 1 - q.head);
         let cap = bot * q.dt as f64;
@@ -701,6 +724,32 @@ mod tests {
         assert_eq!(admit(&mut q, cap + 1.0), Some((tail, BOT, cap + 101.0)));
         assert_eq!(admit(&mut q, 2.0 * cap - 1.0).map(|a| a.0), Some(tail));
         assert_eq!(admit(&mut q, 2.0 * cap + 1.0), None);
+    }
+
+    /// ROTATE installs the computed rates into the queue that becomes the
+    /// tail: the head gets them one round later. While nothing is top the
+    /// top rate is 0 on both queues.
+    #[test]
+    fn computed_rates_reach_the_tail_first_and_the_head_a_round_later() {
+        let mut q = Cebinae::<PacketMeta>::new(&CebinaeConfig::default()).unwrap();
+        let line = q.line;
+        assert_eq!(q.rate, [[0.0; 2], [line; 2]]);
+        q.advance(Time::from_nanos(1));
+        let (top, bot) = (line * 0.25, line * 0.75);
+        q.computed = [top, bot];
+        let old_head = q.head;
+        q.rotate();
+        assert_eq!(q.head, 1 - old_head);
+        let (head, tail) = (q.head, 1 - q.head);
+        assert_eq!((q.rate[TOP][tail], q.rate[BOT][tail]), (top, bot));
+        assert_eq!((q.rate[TOP][head], q.rate[BOT][head]), (0.0, line));
+        let dt = q.dt as f64;
+        assert_eq!(q.caps[BOT], [line * dt, (line + bot) * dt]);
+        assert_eq!(q.caps[TOP], [0.0, top * dt]);
+        assert_eq!(q.head_rates_bps(), (0.0, line * 8e9));
+        q.rotate();
+        assert_eq!(q.head_rates_bps(), (top * 8e9, bot * 8e9));
+        assert_eq!(q.caps[TOP], [top * dt, 2.0 * top * dt]);
     }
 
     /// A count past 32 bits saturates: the flow stays the largest, and top.

@@ -89,8 +89,8 @@
 // s to the end (goodput2_mbps per flow, jfi2 in the summary; the artifact
 // measures from 1 s, the start of its flows, to 100 s).
 // --cebinae=DT_MS,L_US,P,TAU,DPORT,DFLOW,PERQ puts the artifact's Cebinae
-// on the bottleneck (class CebinaeQd below; --cebinaeBookkeeping=tollgate
-// switches to Tollgate's rate installation); --minRto=S sets TCP's minimum
+// on the bottleneck (class CebinaeQd below; --cebinaeBookkeeping=both
+// installs new rates on both queues at once); --minRto=S sets TCP's minimum
 // retransmission timeout (ns-3's default, and the artifact's, is 1 s).
 // NS3DBG=1 prints queue samples, window reductions of flow 0 and drop points.
 //
@@ -237,9 +237,10 @@ class Taxed : public Base
 // at the last RECONFIG only into the queue that becomes the tail (the new
 // head keeps the rates it had), and an unsaturated evaluation sets the top
 // rate to 0, so the top counter is not drained while no flow is top.
-// --cebinaeBookkeeping=tollgate installs the computed rates on both queues
-// at ROTATE, gives the top class the line rate while no flow is top and
-// counts admitted packets only (Tollgate's router/src/cebinae.rs).
+// --cebinaeBookkeeping=both installs the computed rates on both queues at
+// ROTATE, gives the top class the line rate while no flow is top and counts
+// admitted packets only (Tollgate's router/src/cebinae.rs counts admitted
+// packets only too, but installs rates as the artifact does).
 // Flows are told apart by source address; the summary line adds the
 // evaluations, saturated ones, LBF drops and tail-queue arrivals.
 class CebinaeQd : public QueueDisc
@@ -808,7 +809,7 @@ main(int argc, char* argv[])
     double floodMbps = 0, floodRttMs = 20, floodStart = 1; // --floodMbps, --floodRtt, --floodStart
     std::string tracePath;            // --trace=FILE
     std::vector<double> ceb;          // --cebinae=DT_MS,L_US,P,TAU,DPORT,DFLOW,PERQ
-    bool cebTollgate = false;         // --cebinaeBookkeeping=tollgate
+    bool cebTollgate = false;         // --cebinaeBookkeeping=both
     double minRto = 0;                // --minRto=S (0: ns-3's default, 1 s)
     // --key=value arguments (ns3::CommandLine does not link against Debian's 3.37 build).
     for (int i = 1; i < argc; i++)
@@ -895,7 +896,7 @@ main(int argc, char* argv[])
                 return 2;
             }
         }
-        else if (k == "cebinaeBookkeeping") cebTollgate = v == "tollgate";
+        else if (k == "cebinaeBookkeeping") cebTollgate = v == "both";
         else if (k == "minRto") minRto = std::stod(v);
         else if (k == "tax") g_tax = std::stod(v);
         else if (k == "cca")
