@@ -1116,9 +1116,9 @@ fn flood_runs(rate: FloodRate) -> Vec<FloodRun> {
 /// 2-core VM carries with debug builds while it runs other work. CHOKe and
 /// Cebinae (documented defaults) must each give the kernel TCP flow at
 /// least twice its DropTail goodput *and* 0.5 Mbit/s (2.5 % of the
-/// bottleneck) more. Measured with release builds, 4 rounds with
-/// `nice`d simulations on both CPUs: TCP under DropTail 0.18-0.24, CHOKe
-/// 1.39-1.57, Cebinae 3.27-3.63 Mbit/s. The 100 Mbit/s version below
+/// bottleneck) more. Measured with release builds, 4-5 runs each, most
+/// with `nice`d simulations on both CPUs: TCP under DropTail 0.17-0.24,
+/// CHOKe 1.39-1.57, Cebinae 3.97-4.36 Mbit/s. The 100 Mbit/s version below
 /// remains for quiet hosts.
 #[test]
 fn choke_and_cebinae_protect_tcp_against_a_flood_at_20_mbit() {
@@ -1144,8 +1144,9 @@ fn choke_and_cebinae_protect_tcp_against_a_flood_at_20_mbit() {
 /// protect a kernel TCP CUBIC flow against an unresponsive 150 Mbit/s
 /// Tollgate QUIC flood (`cbr`) on a 100 Mbit/s bottleneck better than
 /// DropTail does. DropTail leaves TCP 0.7-1.2 Mbit/s. Cebinae must give
-/// it at least 5 Mbit/s more (measured 10-25 Mbit/s at the defaults dT =
-/// 2^24 ns, L = 100 us, tau = 0.5; 0.1 Mbit/s at the old ns-3 defaults).
+/// it at least 5 Mbit/s more (measured 12-15 Mbit/s at the defaults dT =
+/// 2^24 ns, L = 100 us, tau = 0.5; 0.15 Mbit/s at the ns-3 queue disc's
+/// defaults).
 /// CHOKe's protection of a single TCP flow is weak (1.5-1.9 Mbit/s here,
 /// 1.75 in `tollgate sim`: TCP still loses about 10 % of its packets), 0.4
 /// to 1.2 Mbit/s above DropTail in the same test run, so the bound is
