@@ -45,8 +45,8 @@
 //! **One deviation from the artifact:** the artifact sets `b` on every
 //! arrival, dropped or not; Tollgate only on an admitted one. Counting drops,
 //! a class offered more than its rate (an unresponsive flood) would raise
-//! `b` by more per round than a ROTATE takes off, and the class would stay closed to all its flows while
-//! the flood lasts. On the artifact's two-flow scenario the difference moves
+//! `b` by more per round than a ROTATE takes off, and the class would stay
+//! closed to all its flows while the flood lasts. On the artifact's two-flow scenario the difference moves
 //! throughput by 0.6 Mbit/s (router/README.md, "Cebinae's rate
 //! installation").
 //!
@@ -68,9 +68,6 @@ use crate::ring::Fifo;
 const NAME: &str = "cebinae";
 const TOP: usize = 0;
 const BOT: usize = 1;
-/// The top class's rate on both queues while the port is unsaturated (no
-/// flow is top): 0, as in the artifact.
-const UNSATURATED_TOP: [f64; 2] = [0.0; 2];
 
 /// Cebinae parameters. Defaults are the ns-3 queue disc's except `dt`, `l`
 /// and `tau`, which are the ones that let Cebinae protect a TCP flow from an
@@ -389,9 +386,9 @@ impl<P: PacketHandle> Cebinae<P> {
             head: 0,
             reconfigured: false,
             class_bytes: [0.0; 2],
-            rate: [UNSATURATED_TOP, [line; 2]],
+            rate: [[0.0; 2]; 2],
             caps: [[0.0; 2]; 2],
-            computed: [0.0, line],
+            computed: [0.0; 2],
             base: None,
             next_due: 0,
             rounds_since_eval: 0,
@@ -404,8 +401,23 @@ impl<P: PacketHandle> Cebinae<P> {
             l: duration_nanos(config.l),
             counters: Counters::default(),
         };
-        c.set_caps();
+        c.reset_rates();
         Ok(c)
+    }
+
+    /// The per-class rates of an unsaturated port, bytes per ns: no flow is
+    /// top, so the top class gets 0 (as in the artifact) and the bot class
+    /// the line rate.
+    fn unsaturated(&self) -> [f64; 2] {
+        [0.0, self.line]
+    }
+
+    /// The rates of an unsaturated port, computed and installed on both
+    /// queues (at the start, and after a long idle gap).
+    fn reset_rates(&mut self) {
+        self.computed = self.unsaturated();
+        self.rate = self.computed.map(|r| [r; 2]);
+        self.set_caps();
     }
 
     /// The admission thresholds that follow from the rates and the head.
@@ -494,9 +506,7 @@ impl<P: PacketHandle> Cebinae<P> {
                 let skipped = (now.as_nanos() - rotate_at) / dt;
                 base = Time::from_nanos(rotate_at + skipped * dt);
                 self.class_bytes = [0.0; 2];
-                self.computed = [0.0, self.line];
-                self.rate = [UNSATURATED_TOP, [self.line; 2]];
-                self.set_caps();
+                self.reset_rates();
                 self.detector.clear_top();
                 self.detector.clear_cache();
                 self.port_bytes = 0;
@@ -525,7 +535,7 @@ impl<P: PacketHandle> Cebinae<P> {
             (n, bytes)
         } else {
             self.detector.clear_top();
-            self.computed = [0.0, self.line];
+            self.computed = self.unsaturated();
             (0, 0)
         };
         self.report = ReconfigReport {

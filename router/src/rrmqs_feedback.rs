@@ -86,7 +86,7 @@ impl FeedbackMode {
         self != FeedbackMode::Drop
     }
 
-    /// Parse `"drop"` or `"delay"`.
+    /// Parse `"drop"`, `"delay"` or `"probability"`.
     pub fn parse(s: &str) -> Result<FeedbackMode, String> {
         match s {
             "drop" => Ok(FeedbackMode::Drop),
